@@ -1,0 +1,26 @@
+"""Seat brains. Importing this package registers every built-in brain."""
+
+from horcrux.agents import harry_baselines, voldemort
+from horcrux.agents.base import (
+    HARRY_BRAINS,
+    VOLDEMORT_BRAINS,
+    BrainOptions,
+    HarryBrain,
+    HarryMove,
+    Registry,
+    VoldemortBrain,
+    VoldemortMove,
+)
+
+__all__ = [
+    "HARRY_BRAINS",
+    "VOLDEMORT_BRAINS",
+    "BrainOptions",
+    "HarryBrain",
+    "HarryMove",
+    "Registry",
+    "VoldemortBrain",
+    "VoldemortMove",
+    "harry_baselines",
+    "voldemort",
+]

@@ -1,0 +1,127 @@
+"""The two seat interfaces and a registry of brains by name, open to third parties.
+
+A brain is made fresh for each game by its factory and then asked `decide(view, rng)`
+once per turn. Specs are `name` or `name:param` (`planner-window:8`). Third-party brains
+register with `HARRY_BRAINS.register(...)` or through the entry-point groups
+`horcrux.harry_brains` / `horcrux.voldemort_brains` (a factory taking `BrainOptions`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Generic, Protocol, TypeVar
+
+from horcrux.errors import UnknownBrain
+from horcrux.models import Ally, Attack, GameState, PlantDecoy, Pass, Relocate, Search
+from horcrux.rules import RuleSet
+from horcrux.views import HarryView, VoldemortView
+
+HarryMove = Search | Attack | Ally
+VoldemortMove = Relocate | PlantDecoy | Pass
+
+
+class HarryBrain(Protocol):
+    name: str
+
+    def decide(self, view: HarryView, rng: random.Random) -> HarryMove: ...
+
+
+class VoldemortBrain(Protocol):
+    name: str
+
+    def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove: ...
+
+
+@dataclass(frozen=True)
+class BrainOptions:
+    """What a factory gets: the rules, the spec's parameter, and (simulation only) the truth."""
+
+    rules: RuleSet
+    param: str | None = None
+    truth: Callable[[], GameState] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+B = TypeVar("B")
+
+
+@dataclass(frozen=True)
+class BrainEntry(Generic[B]):
+    name: str
+    factory: Callable[[BrainOptions], B]
+    description: str
+    seat_allowed: bool
+
+
+class Registry(Generic[B]):
+    """Brains of one seat by name. `seat_allowed=False` marks evaluation-only brains."""
+
+    def __init__(self, seat: str, entry_point_group: str) -> None:
+        self.seat = seat
+        self._group = entry_point_group
+        self._entries: dict[str, BrainEntry[B]] = {}
+        self._plugins_loaded = False
+
+    def register(
+        self, name: str, *, description: str = "", seat_allowed: bool = True
+    ) -> Callable[[Callable[[BrainOptions], B]], Callable[[BrainOptions], B]]:
+        def add(factory: Callable[[BrainOptions], B]) -> Callable[[BrainOptions], B]:
+            self._entries[name] = BrainEntry(name, factory, description, seat_allowed)
+            return factory
+
+        return add
+
+    def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for ep in entry_points(group=self._group):
+            if ep.name not in self._entries:
+                self._entries[ep.name] = BrainEntry(ep.name, ep.load(), "plugin", True)
+
+    def names(self, *, seat_only: bool = False) -> list[str]:
+        self._load_plugins()
+        return sorted(n for n, e in self._entries.items() if e.seat_allowed or not seat_only)
+
+    def entry(self, spec: str, *, for_seat: bool = False) -> tuple[BrainEntry[B], str | None]:
+        self._load_plugins()
+        name, _, param = spec.partition(":")
+        found = self._entries.get(name)
+        if found is None or (for_seat and not found.seat_allowed):
+            known = ", ".join(self.names(seat_only=for_seat))
+            raise UnknownBrain(f"unknown {self.seat} brain {spec!r}; known: {known}")
+        return found, (param or None)
+
+    def create(
+        self,
+        spec: str,
+        rules: RuleSet,
+        *,
+        truth: Callable[[], GameState] | None = None,
+        for_seat: bool = False,
+        settings: dict[str, Any] | None = None,
+    ) -> B:
+        """A fresh brain for one game. `for_seat=True` refuses evaluation-only brains."""
+        found, param = self.entry(spec, for_seat=for_seat)
+        options = BrainOptions(rules=rules, param=param, truth=truth, settings=settings or {})
+        return found.factory(options)
+
+
+HARRY_BRAINS: Registry[HarryBrain] = Registry("harry", "horcrux.harry_brains")
+VOLDEMORT_BRAINS: Registry[VoldemortBrain] = Registry("voldemort", "horcrux.voldemort_brains")
+
+
+def int_param(options: BrainOptions, default: int, what: str) -> int:
+    """Parse a brain's integer parameter (`naive:16`), naming the problem if it is bad."""
+    if options.param is None:
+        return default
+    try:
+        value = int(options.param)
+    except ValueError:
+        raise UnknownBrain(f"{what} must be a whole number, got {options.param!r}") from None
+    if value < 1:
+        raise UnknownBrain(f"{what} must be at least 1, got {value}")
+    return value

@@ -1,0 +1,112 @@
+"""Voldemort's brains: `reference` (GAME.md's fixed adversary), `passive`, `random`."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from horcrux.agents.base import VOLDEMORT_BRAINS, BrainOptions, VoldemortMove
+from horcrux.models import HarryRecord, Pass, PlantDecoy, Relocate
+from horcrux.rules import RuleSet
+from horcrux.views import VoldemortView
+
+
+def public_evidence(rules: RuleSet, history: tuple[HarryRecord, ...]) -> dict[str, float]:
+    """Per location, the log-likelihood ratio of Harry's searches there (reset by an attack).
+
+    A positive adds log(d/f), a negative log((1-d)/(1-f)), with the sensor that searched.
+    """
+    score = dict.fromkeys(rules.locations, 0.0)
+    for record in history:
+        for obs in record.observations:
+            if obs.kind == "attack":
+                score[obs.location] = 0.0
+            elif obs.kind == "search":
+                s = rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
+                if obs.outcome == "positive":
+                    score[obs.location] += math.log(s.d / s.f)
+                else:
+                    score[obs.location] += math.log((1 - s.d) / (1 - s.f))
+    return score
+
+
+class ReferenceVoldemort:
+    """The evaluation's fixed adversary, deterministic given the game's RNG.
+
+    1. A positive this turn at a real Horcrux, with relocation charges left: move that
+       Horcrux to a free location drawn uniformly.
+    2. Else, with decoy charges left: plant a decoy at the free location with the highest
+       public evidence (first in board order on ties), if that evidence is above 0.
+    3. Else pass.
+    """
+
+    name = "reference"
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+
+    def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
+        last = view.last_harry
+        if last is not None and last.turn == view.turn and view.relocations_left > 0:
+            for obs in last.observations:
+                if (
+                    obs.kind == "search"
+                    and obs.outcome == "positive"
+                    and obs.location in view.horcrux_locations
+                ):
+                    target = rng.choice(view.free_locations())
+                    return Relocate(from_location=obs.location, to_location=target)
+        if view.decoys_left > 0:
+            evidence = public_evidence(self.rules, view.history)
+            free = view.free_locations()
+            if free:
+                best = max(free, key=lambda loc: evidence[loc])
+                if evidence[best] > 0:
+                    return PlantDecoy(location=best)
+        return Pass()
+
+
+class PassiveVoldemort:
+    """Never acts: the control for adversary-overfitting."""
+
+    name = "passive"
+
+    def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
+        return Pass()
+
+
+class RandomVoldemort:
+    """Each turn picks uniformly among pass, a relocation and a decoy (when charges allow)."""
+
+    name = "random"
+
+    def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
+        free = view.free_locations()
+        options = ["pass"]
+        if view.relocations_left > 0 and view.horcrux_locations and free:
+            options.append("relocate")
+        if view.decoys_left > 0 and free:
+            options.append("decoy")
+        choice = rng.choice(options)
+        if choice == "relocate":
+            return Relocate(
+                from_location=rng.choice(view.horcrux_locations), to_location=rng.choice(free)
+            )
+        if choice == "decoy":
+            return PlantDecoy(location=rng.choice(free))
+        return Pass()
+
+
+@VOLDEMORT_BRAINS.register("reference", description="GAME.md's fixed adversary")
+def _reference(options: BrainOptions) -> ReferenceVoldemort:
+    return ReferenceVoldemort(options.rules)
+
+
+@VOLDEMORT_BRAINS.register("passive", description="never acts")
+def _passive(options: BrainOptions) -> PassiveVoldemort:
+    return PassiveVoldemort()
+
+
+@VOLDEMORT_BRAINS.register("random", description="random legal actions")
+def _random(options: BrainOptions) -> RandomVoldemort:
+    return RandomVoldemort()

@@ -1,0 +1,138 @@
+"""Play whole games between two brains, and summarise many of them.
+
+Game g of a run uses seed `seed + g`; every brain gets a fresh RNG per turn derived from
+the game's seed, so a run is reproducible whatever the number of worker processes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.models import GameStarted, GameState, HarryMoved, VoldemortMoved
+from horcrux.rules import RuleSet
+from horcrux.views import harry_view, voldemort_view
+
+
+@dataclass
+class GameResult:
+    """One finished game, as the statistics need it."""
+
+    seed: int
+    winner: str
+    end_reason: str
+    turns: int
+    destroyed: int
+    wasted_decoy: int
+    wasted_empty: int
+    brain_stats: dict[str, Any] = field(default_factory=dict)
+    events: list[GameStarted | HarryMoved | VoldemortMoved] | None = None
+
+
+def play_game(
+    rules: RuleSet,
+    seed: int,
+    harry: str,
+    voldemort: str,
+    *,
+    keep_events: bool = False,
+    on_step: Callable[[GameState, HarryMoved | VoldemortMoved], None] | None = None,
+) -> GameResult:
+    """Play one game to its end with fresh brains built from their specs."""
+    state, started = engine.new_game(rules, seed)
+    holder = [state]
+    harry_brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0])
+    voldemort_brain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=lambda: holder[0])
+    events: list[GameStarted | HarryMoved | VoldemortMoved] = [started]
+    wasted = {"decoy": 0, "empty": 0}
+    while not state.over:
+        event: HarryMoved | VoldemortMoved
+        if state.phase == "harry":
+            move = harry_brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+            state, event = engine.apply(state, move)
+            assert isinstance(event, HarryMoved)
+            for obs in event.observations:
+                if obs.kind == "attack" and obs.outcome in wasted:
+                    wasted[obs.outcome] += 1
+        else:
+            vmove = voldemort_brain.decide(
+                voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
+            )
+            state, event = engine.apply(state, vmove)
+        holder[0] = state
+        events.append(event)
+        if on_step is not None:
+            on_step(state, event)
+    stats_fn = getattr(harry_brain, "stats", None)
+    return GameResult(
+        seed=seed,
+        winner=state.winner or "voldemort",
+        end_reason=state.end_reason or "",
+        turns=state.turn,
+        destroyed=state.destroyed,
+        wasted_decoy=wasted["decoy"],
+        wasted_empty=wasted["empty"],
+        brain_stats=stats_fn() if callable(stats_fn) else {},
+        events=events if keep_events else None,
+    )
+
+
+def _play_args(args: tuple[RuleSet, int, str, str]) -> GameResult:
+    return play_game(*args)
+
+
+def run_games(
+    rules: RuleSet, harry: str, voldemort: str, games: int, seed: int, workers: int = 1
+) -> Iterator[GameResult]:
+    """Yield the results of games seed .. seed+games-1, in seed order."""
+    jobs = [(rules, seed + g, harry, voldemort) for g in range(games)]
+    if workers <= 1 or games < 2 * workers:
+        yield from map(_play_args, jobs)
+        return
+    with get_context("spawn").Pool(workers) as pool:
+        yield from pool.imap(_play_args, jobs, chunksize=max(1, games // (workers * 8)))
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion (95% by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarise(results: list[GameResult], *, harry: str, voldemort: str, rules: str) -> dict[str, Any]:
+    """The figures `horcrux simulate` prints (and `--json` emits)."""
+    n = len(results)
+    wins = sum(r.winner == "harry" for r in results)
+    low, high = wilson(wins, n)
+    win_turns = [r.turns for r in results if r.winner == "harry"]
+    decoy = sum(r.wasted_decoy for r in results)
+    empty = sum(r.wasted_empty for r in results)
+    return {
+        "harry": harry,
+        "voldemort": voldemort,
+        "rules": rules,
+        "games": n,
+        "wins": wins,
+        "win_rate": wins / n if n else 0.0,
+        "ci_low": low,
+        "ci_high": high,
+        "mean_turns_to_win": statistics.fmean(win_turns) if win_turns else None,
+        "mean_destroyed": statistics.fmean(r.destroyed for r in results) if n else 0.0,
+        "wasted_attacks": {
+            "decoy": decoy,
+            "empty": empty,
+            "total": decoy + empty,
+            "per_game": (decoy + empty) / n if n else 0.0,
+        },
+    }
