@@ -6,7 +6,7 @@ keyed by turn and draw index, so the same seed and actions replay the same event
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from horcrux import errors, rng
 from horcrux.models import (
@@ -45,6 +45,14 @@ def new_game(rules: RuleSet, seed: int) -> tuple[GameState, GameStarted]:
     return state, GameStarted(rules=rules, seed=seed, horcruxes=placed)
 
 
+@overload
+def apply(state: GameState, action: Search | Attack | Ally) -> tuple[GameState, HarryMoved]: ...
+@overload
+def apply(
+    state: GameState, action: Relocate | PlantDecoy | Pass
+) -> tuple[GameState, VoldemortMoved]: ...
+@overload
+def apply(state: GameState, action: AnyAction) -> tuple[GameState, HarryMoved | VoldemortMoved]: ...
 def apply(state: GameState, action: AnyAction) -> tuple[GameState, HarryMoved | VoldemortMoved]:
     """Apply one seat's action; raise a typed `IllegalAction` and change nothing if illegal."""
     check(state, action)
@@ -146,7 +154,9 @@ def _apply_harry(state: GameState, action: Search | Attack | Ally) -> tuple[Game
         name = action.ally
         if name == "dumbledore":
             loc = action.locations[0]
-            reveal = "horcrux" if loc in state.horcruxes else "decoy" if loc in state.decoys else "empty"
+            reveal = (
+                "horcrux" if loc in state.horcruxes else "decoy" if loc in state.decoys else "empty"
+            )
             observations = (Observation(location=loc, kind="reveal", outcome=reveal),)
         else:
             observations = tuple(

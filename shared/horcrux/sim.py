@@ -110,7 +110,9 @@ def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def summarise(results: list[GameResult], *, harry: str, voldemort: str, rules: str) -> dict[str, Any]:
+def summarise(
+    results: list[GameResult], *, harry: str, voldemort: str, rules: str
+) -> dict[str, Any]:
     """The figures `horcrux simulate` prints (and `--json` emits)."""
     n = len(results)
     wins = sum(r.winner == "harry" for r in results)

@@ -172,7 +172,9 @@ def build_replay(events: list[GameStarted | HarryMoved | VoldemortMoved]) -> Rep
         actor: Literal["harry", "voldemort"] = (
             "harry" if isinstance(event, HarryMoved) else "voldemort"
         )
-        steps.append(_step(state, event.seq, event.turn, actor, event.action.model_dump(), observations))
+        steps.append(
+            _step(state, event.seq, event.turn, actor, event.action.model_dump(), observations)
+        )
     if not state.over:
         raise IllegalAction("the replay is released only after the game is over")
     return Replay(

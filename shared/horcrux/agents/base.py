@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any, Generic, Protocol, TypeVar
 
 from horcrux.errors import UnknownBrain
-from horcrux.models import Ally, Attack, GameState, PlantDecoy, Pass, Relocate, Search
+from horcrux.models import Ally, Attack, GameState, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import RuleSet
 from horcrux.views import HarryView, VoldemortView
 

@@ -77,7 +77,9 @@ class OracleHarry:
         return Attack(location=self._truth().horcruxes[0])
 
 
-@HARRY_BRAINS.register("oracle", description="reads the truth (evaluation only)", seat_allowed=False)
+@HARRY_BRAINS.register(
+    "oracle", description="reads the truth (evaluation only)", seat_allowed=False
+)
 def _oracle(options: BrainOptions) -> OracleHarry:
     if options.truth is None:
         raise HorcruxError("the oracle reads the true state and is for simulation only")

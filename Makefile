@@ -1,0 +1,62 @@
+# Horcrux Hunt. Every target sets up its own virtual environment on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SEED   ?= 1
+HARRY  ?= naive
+VOLDEMORT ?= reference
+RULES  ?= classic
+GAMES  ?= 200
+
+.PHONY: help venv play simulate test lint format typecheck pytest bench clean
+
+help:
+	@echo "make play       set up, replay one game turn by turn and simulate $(GAMES) games"
+	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
+	@echo "make bench      print the benchmarks' figures"
+	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
+	@echo "make format     apply ruff's formatter and safe fixes"
+
+$(STAMP): pyproject.toml requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements-dev.txt -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+play: venv
+	$(BIN)/horcrux replay --seed $(SEED) --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES)
+	@echo
+	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0
+
+simulate: venv
+	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0
+
+test: lint typecheck pytest
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: venv
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: venv
+	$(BIN)/mypy
+
+# pytest exits 5 when it collects nothing: that is a failure here, never a pass.
+pytest: venv
+	@$(BIN)/pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
+	exit $$rc
+
+bench: venv
+	@for script in benchmarks/bench_*.py; do \
+		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \
+	done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

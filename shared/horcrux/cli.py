@@ -1,0 +1,202 @@
+"""The `horcrux` command: simulate many games, or replay one turn by turn."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TextIO, TypeVar
+
+from horcrux import __version__
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.engine import new_game
+from horcrux.errors import HorcruxError
+from horcrux.models import Ally, Attack, HarryMoved, PlantDecoy, Relocate, Search, VoldemortMoved
+from horcrux.rules import PRESETS, preset
+from horcrux.sim import GameResult, play_game, run_games, summarise
+
+T = TypeVar("T")
+
+
+def progress(items: Iterable[T], total: int, *, enabled: bool, out: TextIO) -> Iterator[T]:
+    """Yield `items`, drawing a one-line progress bar on `out` when enabled."""
+    if not enabled:
+        yield from items
+        return
+    start = time.monotonic()
+    width = 30
+    for done, item in enumerate(items, 1):
+        yield item
+        if done == total or done % max(1, total // 100) == 0:
+            filled = width * done // total
+            rate = done / max(time.monotonic() - start, 1e-9)
+            out.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} games  {rate:,.0f}/s"
+            )
+            out.flush()
+    out.write("\n")
+
+
+def _describe_move(move: Any) -> str:
+    if isinstance(move, Search):
+        return f"search {move.location}"
+    if isinstance(move, Attack):
+        return f"attack {move.location}"
+    if isinstance(move, Ally):
+        return f"{move.ally} {' + '.join(move.locations)}"
+    if isinstance(move, Relocate):
+        return f"relocate {move.from_location} -> {move.to_location}"
+    if isinstance(move, PlantDecoy):
+        return f"plant decoy at {move.location}"
+    return "pass"
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    wasted = summary["wasted_attacks"]
+    turns = summary["mean_turns_to_win"]
+    lines = [
+        f"{summary['harry']} vs {summary['voldemort']}, {summary['rules']} rules, "
+        f"{summary['games']} games",
+        f"  win rate            {summary['win_rate']:.1%}  "
+        f"(95% Wilson CI {summary['ci_low']:.1%} - {summary['ci_high']:.1%}; "
+        f"{summary['wins']} wins)",
+        f"  mean turns to win   {turns:.1f}" if turns is not None else "  mean turns to win   -",
+        f"  wasted attacks      decoy {wasted['decoy']}, empty {wasted['empty']} "
+        f"({wasted['per_game']:.2f} per game)",
+        f"  Horcruxes destroyed {summary['mean_destroyed']:.2f} per game",
+    ]
+    decisions = summary.get("decisions")
+    if decisions:
+        shares = ", ".join(f"{t} {s:.0%}" for t, s in decisions.get("tier_shares", {}).items())
+        lines.append(f"  decisions by tier   {shares}")
+        if decisions.get("context_tokens_median") is not None:
+            lines.append(
+                f"  context tokens      median {decisions['context_tokens_median']:.0f}, "
+                f"p95 {decisions['context_tokens_p95']:.0f}"
+            )
+        for note in decisions.get("notes", []):
+            lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    rules = preset(args.rules)
+    # fail fast on a bad spec, before any worker starts
+    probe, _ = new_game(rules, args.seed)
+    HARRY_BRAINS.create(args.harry, rules, truth=lambda: probe)
+    VOLDEMORT_BRAINS.create(args.voldemort, rules, truth=lambda: probe)
+    show = args.progress if args.progress is not None else sys.stderr.isatty() and args.games >= 50
+    results: list[GameResult] = list(
+        progress(
+            run_games(rules, args.harry, args.voldemort, args.games, args.seed, args.workers),
+            args.games,
+            enabled=show,
+            out=sys.stderr,
+        )
+    )
+    summary = summarise(results, harry=args.harry, voldemort=args.voldemort, rules=args.rules)
+    summary["seed"] = args.seed
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    rules = preset(args.rules)
+    result = play_game(rules, args.seed, args.harry, args.voldemort, keep_events=True)
+    assert result.events is not None
+    from horcrux.views import build_replay
+
+    replay = build_replay(result.events)
+    print(
+        f"seed {args.seed}: {args.harry} (Harry) vs {args.voldemort} (Voldemort),"
+        f" {args.rules} rules"
+    )
+    print(f"start   truth: Horcruxes {', '.join(replay.steps[0].horcruxes)}")
+    header = f"{'turn':>4}  {'Harry sees':<52} {'truth after the turn'}"
+    print(header)
+    print("-" * len(header))
+    harry_line = ""
+    for step, event in zip(replay.steps[1:], result.events[1:], strict=True):
+        if isinstance(event, HarryMoved):
+            seen = ", ".join(o.outcome for o in event.observations)
+            harry_line = f"{_describe_move(event.action)} -> {seen}"
+            harry_line += f"  [{step.attacks_left} att]"
+            if event.winner is not None:
+                print(f"{event.turn:>4}  {harry_line:<52} {_truth(step)}")
+        elif isinstance(event, VoldemortMoved):
+            truth = f"{_truth(step)}  | V: {_describe_move(event.action)}"
+            print(f"{event.turn:>4}  {harry_line:<52} {truth}")
+    print(f"winner: {replay.winner} ({replay.end_reason})")
+    return 0
+
+
+def _truth(step: Any) -> str:
+    decoys = f" D: {','.join(step.decoys)}" if step.decoys else ""
+    return f"H: {','.join(step.horcruxes) or '-'}{decoys}"
+
+
+def cmd_brains(args: argparse.Namespace) -> int:
+    for registry in (HARRY_BRAINS, VOLDEMORT_BRAINS):
+        print(f"{registry.seat}:")
+        for name in registry.names():
+            entry, _ = registry.entry(name)
+            print(f"  {name:<16} {entry.description}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="horcrux", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def seats(p: argparse.ArgumentParser, harry: str) -> None:
+        p.add_argument("--harry", default=harry, help=f"Harry's brain (default {harry})")
+        p.add_argument("--voldemort", default="reference", help="Voldemort's brain")
+        p.add_argument("--rules", default="classic", choices=sorted(PRESETS))
+        p.add_argument("--seed", type=int, default=0)
+
+    sim = sub.add_parser("simulate", help="play many seeded games and print the win rate")
+    seats(sim, "naive")
+    sim.add_argument("--games", type=_positive, default=200)
+    sim.add_argument("--workers", type=_positive, default=1, help="processes (default 1)")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    sim.set_defaults(func=cmd_simulate)
+
+    rep = sub.add_parser("replay", help="print one game turn by turn, truth beside Harry's view")
+    seats(rep, "naive")
+    rep.set_defaults(func=cmd_replay)
+
+    brains = sub.add_parser("brains", help="list the registered brains")
+    brains.set_defaults(func=cmd_brains)
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `horcrux replay | head` ends quietly
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (HorcruxError, KeyError) as exc:
+        message = exc.message if isinstance(exc, HorcruxError) else str(exc.args[0])
+        print(f"horcrux: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
