@@ -1,6 +1,6 @@
 """Seat brains. Importing this package registers every built-in brain."""
 
-from horcrux.agents import harry_baselines, voldemort
+from horcrux.agents import harry_baselines, llm, voldemort
 from horcrux.agents.base import (
     HARRY_BRAINS,
     VOLDEMORT_BRAINS,
@@ -22,5 +22,6 @@ __all__ = [
     "VoldemortBrain",
     "VoldemortMove",
     "harry_baselines",
+    "llm",
     "voldemort",
 ]

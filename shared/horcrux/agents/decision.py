@@ -9,7 +9,14 @@ from pydantic import BaseModel, ConfigDict
 Tier = Literal["zero", "compressed", "full", "narrative"]
 Source = Literal["planner", "llm", "fallback", "heuristic", "explore"]
 FallbackReason = Literal[
-    "illegal", "unparsable", "timeout", "rate_limited", "server_error", "no_key"
+    "illegal",  # the model chose a move the engine refuses
+    "unparsable",  # no make_move call, or a malformed one
+    "timeout",  # the deadline passed (overload)
+    "rate_limited",  # 429
+    "server_error",  # 5xx
+    "connection",  # the API could not be reached
+    "client_error",  # another 4xx: our request was refused
+    "no_key",  # no key, or the key was refused (401/403)
 ]
 
 

@@ -1,0 +1,621 @@
+"""The `llm` brains: Harry and Voldemort played by Claude through the Messages API.
+
+Each decision is one `messages.create` call with a single tool, `make_move`, whose input
+schema is the seat's legal action set this turn (`horcrux.agents.legal`), and
+`tool_choice` forcing that tool. The prompt is whatever the injected context provider
+renders from the view (default: a short deterministic rendering written here; the L1
+compressor of `horcrux.memory` plugs in the same way). A reply that is unparsable or
+illegal, a timeout, a 429 or a 5xx all fall back to an injected local brain, and every
+decision is recorded as a `DecisionRecord` (tokens, cost, latency, fallback reason).
+
+Deadlines: the caller gives `deadline_s`, the time this decision may take in all (for a
+Lambda, its remaining time minus its own margin), as a number or a callable read at each
+decision; `LLMConfig.timeout_margin_s` is kept for the fallback, and the rest is the HTTP
+budget. The SDK's own retries are off (`max_retries=0`: it would honour any `retry-after`,
+however long); this module retries 429/5xx/connection errors itself, only while the wait
+and another attempt still fit in the budget.
+
+Fallback reasons: a reply without a make_move tool_use or with a malformed input or body
+-> "unparsable"; a move the engine refuses -> "illegal"; the client's timeout or no time
+left -> "timeout"; 429 -> "rate_limited"; 5xx -> "server_error"; connection errors ->
+"connection"; other 4xx (logged) -> "client_error"; 401/403 (key refused) -> "no_key".
+A reply's tokens are counted even when its move is not played.
+
+`import horcrux.agents.llm` does not import `anthropic` (Lambda cold start): the SDK is
+imported when the first client is built, lazily, once per brain.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from horcrux.agents.base import (
+    HARRY_BRAINS,
+    VOLDEMORT_BRAINS,
+    BrainOptions,
+    HarryBrain,
+    HarryMove,
+    VoldemortBrain,
+    VoldemortMove,
+)
+from horcrux.agents.decision import DecisionRecord, FallbackReason, Tier
+from horcrux.agents.legal import (
+    TOOL_NAME,
+    UnparsableMove,
+    harry_tool_schema,
+    parse_harry_move,
+    parse_voldemort_move,
+    voldemort_tool_schema,
+)
+from horcrux.agents.voldemort import public_evidence
+from horcrux.errors import HorcruxError, IllegalAction
+from horcrux.models import HarryRecord, Observation
+from horcrux.rules import RuleSet
+from horcrux.views import HarryView, VoldemortView
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic, Timeout
+    from anthropic.types import ToolParam
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+MODEL_ENV = "HORCRUX_LLM_MODEL"
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+MIN_ATTEMPT_S = 0.05  # below this much time left, a call is not worth starting
+
+Deadline = float | Callable[[], float]
+HarryContextProvider = Callable[[HarryView], str]
+VoldemortContextProvider = Callable[[VoldemortView], str]
+
+
+class LLMUnavailable(HorcruxError):
+    """The llm brain cannot start (no API key, no price for the model, no SDK)."""
+
+    code = "llm_unavailable"
+
+
+# ---------------------------------------------------------------- configuration
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+# List prices in USD per million input / output tokens; keep in step with the price page.
+DEFAULT_PRICES: dict[str, Price] = {
+    "claude-haiku-4-5": Price(input_per_mtok=1.0, output_per_mtok=5.0),
+    "claude-sonnet-4-5": Price(input_per_mtok=3.0, output_per_mtok=15.0),
+    "claude-opus-4-5": Price(input_per_mtok=5.0, output_per_mtok=25.0),
+    "claude-opus-4-1": Price(input_per_mtok=15.0, output_per_mtok=75.0),
+}
+
+
+def _default_model() -> str:
+    return os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+
+
+class LLMConfig(BaseModel):
+    """Model, prices, output cap and time budget of the llm brains."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = Field(default_factory=_default_model, description=f"model id; env {MODEL_ENV}")
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    max_tokens: int = Field(default=256, ge=1, description="output cap (one tool call)")
+    timeout_margin_s: float = Field(
+        default=0.5, ge=0, description="kept from the caller's deadline for the fallback"
+    )
+    default_deadline_s: float = Field(default=10.0, gt=0, description="when the caller gives none")
+    retries: int = Field(default=1, ge=0, description="own retries, only if they fit the deadline")
+    retry_backoff_s: float = Field(default=0.25, ge=0, description="first wait without retry-after")
+    connect_timeout_s: float = Field(default=1.0, gt=0, description="cap of the connect timeout")
+
+    def price(self) -> Price:
+        """The price of `model`; raises `LLMUnavailable` if the table has none."""
+        found = self.prices.get(self.model)
+        if found is None:
+            raise LLMUnavailable(
+                f"no price for model {self.model!r} in LLMConfig.prices "
+                f"(known: {', '.join(sorted(self.prices))}); add one to count its cost"
+            )
+        return found
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """USD for one call: tokens x price per million / 1e6."""
+        p = self.price()
+        return (tokens_in * p.input_per_mtok + tokens_out * p.output_per_mtok) / 1e6
+
+
+# ---------------------------------------------------------------- default prompts
+def _obs_text(obs: Observation) -> str:
+    who = "hermione " if obs.sensor == "hermione" else ""
+    return f"{who}{obs.kind} {obs.location} {obs.outcome}"
+
+
+def _record_text(record: HarryRecord) -> str:
+    action = record.action
+    label = action.ally if action.type == "ally" else action.type
+    obs = "; ".join(_obs_text(o) for o in record.observations)
+    return f"t{record.turn} {label}: {obs}"
+
+
+def render_harry_view(view: HarryView, window: int = 8) -> str:
+    """A short deterministic rendering of Harry's view: counters and his last turns."""
+    allies = []
+    for name, status in view.allies.items():
+        state = "ready" if status.available else f"rests {status.rest}"
+        if status.uses_left is not None:
+            state += f", {status.uses_left} uses left"
+        allies.append(f"{name} {state}")
+    recent = [_record_text(r) for r in view.history[-window:]] if window > 0 else []
+    lines = [
+        f"Turn {view.turn}/{view.rules.max_turns}. Attacks left {view.attacks_left}. "
+        f"Horcruxes destroyed {view.horcruxes_destroyed}/{view.rules.horcruxes}.",
+        "Allies: " + ("; ".join(allies) if allies else "none"),
+        "Your last turns (oldest first): " + (" | ".join(recent) if recent else "none yet"),
+        "Call make_move with one legal move.",
+    ]
+    return "\n".join(lines)
+
+
+def render_voldemort_view(view: VoldemortView, top: int = 3) -> str:
+    """A short deterministic rendering of Voldemort's view: the truth, charges, Harry's turn."""
+    last = view.last_harry
+    harry_now = _record_text(last) if last is not None and last.turn == view.turn else "nothing"
+    evidence = public_evidence(view.rules, view.history)
+    best = sorted(evidence.items(), key=lambda kv: (-kv[1], view.rules.locations.index(kv[0])))
+    hot = ", ".join(f"{loc} {score:+.1f}" for loc, score in best[:top] if score > 0) or "none"
+    lines = [
+        f"Turn {view.turn}/{view.rules.max_turns}. Horcruxes at: "
+        f"{', '.join(view.horcrux_locations) or 'none'}. "
+        f"Decoys at: {', '.join(view.decoy_locations) or 'none'}.",
+        f"Relocations left {view.relocations_left}, decoys left {view.decoys_left}.",
+        f"Harry this turn: {harry_now}. Harry has {view.attacks_left} attacks left and has "
+        f"destroyed {view.horcruxes_destroyed}/{view.rules.horcruxes}.",
+        f"Where Harry's searches point (log-likelihood): {hot}.",
+        "Call make_move with one legal move.",
+    ]
+    return "\n".join(lines)
+
+
+def harry_system_prompt(rules: RuleSet) -> str:
+    s = rules.sensor
+    return (
+        f"You are Harry Potter hunting {rules.horcruxes} Horcruxes hidden among "
+        f"{len(rules.locations)} locations within {rules.max_turns} turns. A search says "
+        f"positive with probability {s.d} where a Horcrux or a decoy is, {s.f} elsewhere. "
+        "An attack destroys a Horcrux, removes a decoy, or is wasted; attacks are few. "
+        "Voldemort sees everything you do: he may move a Horcrux after a positive search "
+        "and plant decoys where your searches point. Answer only by calling make_move."
+    )
+
+
+def voldemort_system_prompt(rules: RuleSet) -> str:
+    return (
+        f"You are Voldemort guarding {rules.horcruxes} Horcruxes among "
+        f"{len(rules.locations)} locations. Harry searches with a noisy sensor and attacks; "
+        f"you win if a Horcrux survives turn {rules.max_turns} or his attacks run out. "
+        "You may relocate a Horcrux to a free location or plant a decoy at a free location "
+        "(both with limited charges), or pass. Answer only by calling make_move."
+    )
+
+
+# ---------------------------------------------------------------- the call
+@dataclass(frozen=True)
+class _Reply:
+    """One decision's exchange with the API: the tool input, or why there is none."""
+
+    tool_input: object | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    failure: FallbackReason | None = None
+    detail: str = ""
+
+
+def _estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def _resolve_deadline(deadline: Deadline | None, default: float) -> float:
+    if deadline is None:
+        return default
+    return float(deadline() if callable(deadline) else deadline)
+
+
+class LLMClient:
+    """The Anthropic client of one brain (built lazily, once) and its deadline-bound call."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        client: Anthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        refusal_hint: str = "use the planner brain",
+    ) -> None:
+        key = api_key or os.environ.get(API_KEY_ENV)
+        if client is None and not key:
+            raise LLMUnavailable(
+                f"the llm brain needs {API_KEY_ENV}; {refusal_hint} to play without one "
+                "(or inject an anthropic client)"
+            )
+        config.price()  # refuse now rather than count no cost later
+        self.config = config
+        self._injected = client
+        self._base_url = base_url
+        self._api_key = key
+        self._client: Anthropic | None = None
+        self.errors: Counter[str] = Counter()
+
+    @property
+    def client(self) -> Anthropic:
+        """The client, built on first use; SDK retries off (ours respect the deadline)."""
+        if self._client is None:
+            if self._injected is not None:
+                self._client = self._injected.with_options(max_retries=0)
+            else:
+                try:
+                    import anthropic
+                except ImportError as exc:  # pragma: no cover - depends on the install
+                    raise LLMUnavailable(
+                        "the llm brain needs the anthropic SDK: pip install 'horcrux-hunt[llm]'"
+                    ) from exc
+                self._client = anthropic.Anthropic(
+                    api_key=self._api_key, base_url=self._base_url, max_retries=0
+                )
+        return self._client
+
+    def _timeout(self, remaining: float) -> Timeout:
+        import anthropic
+
+        # connect + write + pool + read stay within `remaining` (one read for a reply)
+        c = min(self.config.connect_timeout_s, remaining / 10)
+        return anthropic.Timeout(remaining - 3 * c, connect=c, write=c, pool=c)
+
+    def ask(self, system: str, prompt: str, tool: dict[str, Any], budget_s: float) -> _Reply:
+        """One decision's call, retried while time allows; never raises an API error."""
+        import anthropic
+
+        client = self.client
+        end = time.monotonic() + budget_s
+        attempt = 0
+        while True:
+            remaining = end - time.monotonic()
+            if remaining < MIN_ATTEMPT_S:
+                return _Reply(None, failure="timeout", detail="no time left for a call")
+            wait: float | None = None
+            retryable = False
+            try:
+                message = client.messages.create(
+                    model=self.config.model,
+                    max_tokens=self.config.max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                    tools=[cast("ToolParam", tool)],
+                    tool_choice={
+                        "type": "tool",
+                        "name": TOOL_NAME,
+                        "disable_parallel_tool_use": True,
+                    },
+                    timeout=self._timeout(remaining),
+                )
+            except anthropic.APITimeoutError:
+                self.errors["timeout"] += 1
+                return _Reply(None, failure="timeout", detail="the API did not answer in time")
+            except anthropic.APIStatusError as exc:
+                self.errors[str(exc.status_code)] += 1
+                reason: FallbackReason
+                if isinstance(exc, anthropic.RateLimitError):
+                    reason = "rate_limited"
+                elif exc.status_code in (401, 403):
+                    reason = "no_key"  # the key was refused
+                    log.warning("llm key refused (%s): %s", exc.status_code, exc.message)
+                elif exc.status_code >= 500:
+                    reason = "server_error"
+                else:
+                    reason = "client_error"  # any other 4xx is our fault: log it
+                    log.warning("llm call refused (%s): %s", exc.status_code, exc.message)
+                if exc.status_code == 429 or exc.status_code >= 500:
+                    retryable = True
+                    wait = _retry_after(exc.response.headers)
+                failed = _Reply(None, failure=reason, detail=f"HTTP {exc.status_code}")
+            except anthropic.APIConnectionError as exc:
+                self.errors["connection"] += 1
+                failed = _Reply(None, failure="connection", detail=str(exc))
+                retryable = True
+            except (anthropic.APIError, ValueError) as exc:  # a body that is not a message
+                self.errors["bad_response"] += 1
+                return _Reply(None, failure="unparsable", detail=str(exc))
+            except Exception as exc:  # a game must go on: log it, play the fallback
+                log.exception("llm call failed unexpectedly")
+                self.errors[type(exc).__name__] += 1
+                return _Reply(None, failure="server_error", detail=repr(exc))
+            else:
+                return _read_message(message)
+            if not retryable or attempt >= self.config.retries:
+                return failed
+            if wait is None:
+                wait = self.config.retry_backoff_s * 2**attempt
+            if time.monotonic() + wait + MIN_ATTEMPT_S >= end:
+                return failed
+            time.sleep(wait)
+            attempt += 1
+
+
+def _read_message(message: object) -> _Reply:
+    """The make_move input and usage of a reply; defensive, as the SDK does not validate."""
+    usage = getattr(message, "usage", None)
+    tin = getattr(usage, "input_tokens", 0)
+    tout = getattr(usage, "output_tokens", 0)
+    tin, tout = (tin if isinstance(tin, int) else 0), (tout if isinstance(tout, int) else 0)
+    content = getattr(message, "content", None)
+    for block in content if isinstance(content, list) else []:
+        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
+            return _Reply(getattr(block, "input", None), tin, tout)
+    return _Reply(None, tin, tout, failure="unparsable", detail="no make_move tool_use")
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` / `retry-after` (seconds only), if given."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            return max(0.0, float(raw) / scale)
+        except ValueError:
+            return None  # an HTTP date: treat as unknown (the backoff applies)
+    return None
+
+
+# ---------------------------------------------------------------- the brains
+V = TypeVar("V", bound=HarryView)
+M = TypeVar("M", HarryMove, VoldemortMove)
+
+
+class _LLMBrain(Generic[V, M]):
+    """What both seats share: the call, validation, fallback and the decision records."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        *,
+        system: str,
+        context_provider: Callable[[V], str],
+        fallback: Callable[[V, random.Random], M],
+        tool_schema: Callable[[V], dict[str, Any]],
+        parse: Callable[[object, V], M],
+        llm: LLMClient,
+        deadline_s: Deadline | None,
+        tier: Tier,
+    ) -> None:
+        self.system = system
+        self.context_provider = context_provider
+        self._fallback: Callable[[V, random.Random], M] = fallback
+        self._tool_schema = tool_schema
+        self._parse: Callable[[object, V], M] = parse
+        self.llm = llm
+        self.config = llm.config
+        self.deadline_s = deadline_s
+        self.tier = tier
+        self.decisions: list[DecisionRecord] = []
+
+    def _decide(self, view: V, rng: random.Random, deadline_s: Deadline | None) -> M:
+        start = time.monotonic()
+        tool = self._tool_schema(view)  # raises if the seat cannot act now
+        prompt = self.context_provider(view)
+        total = _resolve_deadline(
+            deadline_s if deadline_s is not None else self.deadline_s,
+            self.config.default_deadline_s,
+        )
+        budget = total - self.config.timeout_margin_s
+        reply = (
+            self.llm.ask(self.system, prompt, tool, budget)
+            if budget >= MIN_ATTEMPT_S
+            else _Reply(None, failure="timeout", detail="deadline shorter than the margin")
+        )
+        reason = reply.failure
+        move: M | None = None
+        if reason is None:
+            try:
+                move = self._parse(reply.tool_input, view)
+            except UnparsableMove as exc:
+                reason = "unparsable"
+                log.info("llm move unparsable: %s", exc.message)
+            except IllegalAction as exc:
+                reason = "illegal"
+                log.info("llm move illegal (%s): %s", exc.code, exc.message)
+        elif reason != "timeout":
+            log.info("llm fallback (%s): %s", reason, reply.detail)
+        if move is None:
+            move = self._fallback(view, rng)
+        self.decisions.append(
+            DecisionRecord(
+                turn=view.turn,
+                tier=self.tier,
+                source="llm" if reason is None else "fallback",
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                context_tokens=_estimate_tokens(prompt),
+                latency_ms=(time.monotonic() - start) * 1000.0,
+                cost_usd=self.config.cost(reply.tokens_in, reply.tokens_out),
+                fallback_reason=reason,
+            )
+        )
+        return move
+
+    def stats(self) -> dict[str, Any]:
+        """A small JSON-able summary of this brain's decisions."""
+        n = len(self.decisions)
+        fallbacks = Counter(d.fallback_reason for d in self.decisions if d.fallback_reason)
+        return {
+            "brain": self.name,
+            "model": self.config.model,
+            "decisions": n,
+            "llm_moves": sum(d.source == "llm" for d in self.decisions),
+            "fallbacks": dict(sorted(fallbacks.items())),
+            "tokens_in": sum(d.tokens_in for d in self.decisions),
+            "tokens_out": sum(d.tokens_out for d in self.decisions),
+            "cost_usd": sum(d.cost_usd for d in self.decisions),
+            "mean_latency_ms": (sum(d.latency_ms for d in self.decisions) / n) if n else 0.0,
+            "api_errors": dict(sorted(self.llm.errors.items())),
+        }
+
+
+class LLMHarry(_LLMBrain[HarryView, HarryMove]):
+    """Harry played by Claude; any failure plays the fallback brain's move instead."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        *,
+        config: LLMConfig | None = None,
+        context_provider: HarryContextProvider | None = None,
+        fallback: HarryBrain | None = None,
+        client: Anthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        deadline_s: Deadline | None = None,
+        tier: Tier = "narrative",
+    ) -> None:
+        config = config or LLMConfig()
+        llm = LLMClient(
+            config,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            refusal_hint="use the planner brain (or naive)",
+        )
+        self.fallback: HarryBrain = fallback or HARRY_BRAINS.create("naive", rules)
+        super().__init__(
+            system=harry_system_prompt(rules),
+            context_provider=context_provider or render_harry_view,
+            fallback=self.fallback.decide,
+            tool_schema=harry_tool_schema,
+            parse=parse_harry_move,
+            llm=llm,
+            deadline_s=deadline_s,
+            tier=tier,
+        )
+
+    def decide(
+        self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None
+    ) -> HarryMove:
+        """Harry's move; `deadline_s` (seconds, or a callable) overrides the brain's."""
+        return self._decide(view, rng, deadline_s)
+
+
+class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
+    """Voldemort played by Claude; any failure plays the fallback (reference) move."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        *,
+        config: LLMConfig | None = None,
+        context_provider: VoldemortContextProvider | None = None,
+        fallback: VoldemortBrain | None = None,
+        client: Anthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        deadline_s: Deadline | None = None,
+        tier: Tier = "full",
+    ) -> None:
+        config = config or LLMConfig()
+        llm = LLMClient(
+            config,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            refusal_hint="use the reference brain",
+        )
+        self.fallback: VoldemortBrain = fallback or VOLDEMORT_BRAINS.create("reference", rules)
+        super().__init__(
+            system=voldemort_system_prompt(rules),
+            context_provider=context_provider or render_voldemort_view,
+            fallback=self.fallback.decide,
+            tool_schema=voldemort_tool_schema,
+            parse=parse_voldemort_move,
+            llm=llm,
+            deadline_s=deadline_s,
+            tier=tier,
+        )
+
+    def decide(
+        self, view: VoldemortView, rng: random.Random, *, deadline_s: Deadline | None = None
+    ) -> VoldemortMove:
+        return self._decide(view, rng, deadline_s)
+
+
+# ---------------------------------------------------------------- registry factories
+def _settings_kwargs(options: BrainOptions) -> dict[str, Any]:
+    """LLM settings from `BrainOptions.settings`; the spec's param (`llm:MODEL`) sets the model.
+
+    Keys: config (LLMConfig), context_provider, fallback (a brain or a spec), client,
+    base_url, api_key, deadline_s (seconds or a callable), tier.
+    """
+    s = options.settings
+    config = s.get("config")
+    if config is not None and not isinstance(config, LLMConfig):
+        raise HorcruxError("settings['config'] must be an LLMConfig")
+    config = config or LLMConfig()
+    if options.param:
+        config = config.model_copy(update={"model": options.param})
+    kwargs: dict[str, Any] = {"config": config}
+    for key in ("context_provider", "client", "base_url", "api_key", "deadline_s", "tier"):
+        if s.get(key) is not None:
+            kwargs[key] = s[key]
+    return kwargs
+
+
+@HARRY_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
+def _llm_harry(options: BrainOptions) -> LLMHarry:
+    kwargs = _settings_kwargs(options)
+    fallback = options.settings.get("fallback")
+    if isinstance(fallback, str):
+        fallback = HARRY_BRAINS.create(fallback, options.rules, truth=options.truth)
+    return LLMHarry(options.rules, fallback=fallback, **kwargs)
+
+
+@VOLDEMORT_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
+def _llm_voldemort(options: BrainOptions) -> LLMVoldemort:
+    kwargs = _settings_kwargs(options)
+    fallback = options.settings.get("fallback")
+    if isinstance(fallback, str):
+        fallback = VOLDEMORT_BRAINS.create(fallback, options.rules, truth=options.truth)
+    return LLMVoldemort(options.rules, fallback=fallback, **kwargs)
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_PRICES",
+    "Deadline",
+    "HarryContextProvider",
+    "LLMClient",
+    "LLMConfig",
+    "LLMHarry",
+    "LLMUnavailable",
+    "LLMVoldemort",
+    "Price",
+    "VoldemortContextProvider",
+    "harry_system_prompt",
+    "render_harry_view",
+    "render_voldemort_view",
+    "voldemort_system_prompt",
+]
