@@ -1,0 +1,49 @@
+"""Layer 3 and the hot path behind a port: `GameStore`, with an in-memory and a DynamoDB
+adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily."""
+
+from horcrux.store.dynamodb import DynamoDbStore, DynamoSettings
+from horcrux.store.memory import MemoryStore
+from horcrux.store.port import (
+    BELIEF_HISTORY_MAX,
+    SNAPSHOT_BUDGET_BYTES,
+    AnyEvent,
+    BeliefPoint,
+    Conflict,
+    EventPage,
+    GameSnapshot,
+    GameStore,
+    ItemTooLarge,
+    LobbyEntry,
+    LobbyPage,
+    NotFound,
+    SeatInfo,
+    StoreError,
+    TurnEvent,
+    hash_token,
+    new_snapshot,
+    ttl_seconds_from_env,
+)
+
+__all__ = [
+    "BELIEF_HISTORY_MAX",
+    "SNAPSHOT_BUDGET_BYTES",
+    "AnyEvent",
+    "BeliefPoint",
+    "Conflict",
+    "DynamoDbStore",
+    "DynamoSettings",
+    "EventPage",
+    "GameSnapshot",
+    "GameStore",
+    "ItemTooLarge",
+    "LobbyEntry",
+    "LobbyPage",
+    "MemoryStore",
+    "NotFound",
+    "SeatInfo",
+    "StoreError",
+    "TurnEvent",
+    "hash_token",
+    "new_snapshot",
+    "ttl_seconds_from_env",
+]

@@ -1,0 +1,177 @@
+"""The in-memory adapter: the DynamoDB adapter's semantics without I/O, for fast tests.
+
+It holds the same encoded items (`codec`) in two dicts standing for the two tables, takes a
+lock for each "transaction", never deletes expired items (like moto, and like DynamoDB for
+up to a few days) and filters them on read. `op_counts` counts the DynamoDB operations the
+same call would make, so the contract tests check both adapters' round trips alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from horcrux.models import GameStarted, Seat
+from horcrux.store import codec
+from horcrux.store.codec import Item
+from horcrux.store.port import (
+    MAX_ITEM_BYTES,
+    Conflict,
+    EventPage,
+    GameSnapshot,
+    ItemTooLarge,
+    LobbyPage,
+    NotFound,
+    TurnEvent,
+    check_commit,
+    check_create,
+    check_limit,
+    joined,
+)
+
+JOIN_ATTEMPTS = 3
+
+
+class MemoryStore:
+    """`GameStore` in process memory. Thread-safe; every write is atomic under one lock."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._games: dict[tuple[str, str], Item] = {}
+        self._events: dict[tuple[str, int], Item] = {}
+        self.op_counts: Counter[str] = Counter()
+
+    # ------------------------------------------------------------ helpers
+    def _snapshot_item(self, game_id: str) -> Item | None:
+        return self._games.get((codec.game_pk(game_id), codec.SNAPSHOT_SK))
+
+    def _live(self, item: Item | None) -> GameSnapshot | None:
+        if item is None or codec.is_expired(item, self._clock()):
+            return None
+        return codec.decode_snapshot(item)
+
+    @staticmethod
+    def _check_size(*items: Item) -> None:
+        for item in items:
+            size = codec.item_size(item)
+            if size > MAX_ITEM_BYTES:
+                raise ItemTooLarge(f"item of {size} bytes exceeds {MAX_ITEM_BYTES}")
+
+    # ------------------------------------------------------------ the port
+    def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
+        check_create(snapshot, started)
+        snap_item = codec.encode_snapshot(snapshot)
+        event_item = codec.encode_event(snapshot.game_id, started, snapshot.expires_at)
+        self._check_size(snap_item, event_item)
+        pk = codec.game_pk(snapshot.game_id)
+        with self._lock:
+            self.op_counts["TransactWriteItems"] += 1
+            current = self._snapshot_item(snapshot.game_id)
+            if current is not None or (pk, 0) in self._events:
+                raise Conflict(
+                    f"game {snapshot.game_id} already exists",
+                    reason="exists",
+                    current=self._live(current),
+                )
+            self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
+            self._events[(pk, 0)] = event_item
+        return snapshot
+
+    def load(self, game_id: str) -> GameSnapshot:
+        with self._lock:
+            self.op_counts["GetItem"] += 1
+            found = self._live(copy.deepcopy(self._snapshot_item(game_id)))
+        if found is None:
+            raise NotFound(f"no game {game_id}")
+        return found
+
+    def commit_turn(
+        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+    ) -> GameSnapshot:
+        check_commit(expected_version, snapshot, event)
+        snap_item = codec.encode_snapshot(snapshot)
+        event_item = codec.encode_event(snapshot.game_id, event, snapshot.expires_at)
+        self._check_size(snap_item, event_item)
+        pk = codec.game_pk(snapshot.game_id)
+        with self._lock:
+            self.op_counts["TransactWriteItems"] += 1
+            current_item = self._snapshot_item(snapshot.game_id)
+            current = self._live(current_item)
+            if current is None:
+                raise NotFound(f"no game {snapshot.game_id}")
+            event_exists = (pk, event.seq) in self._events
+            if current.version != expected_version:
+                raise Conflict(
+                    f"game {snapshot.game_id} moved to version {current.version} "
+                    f"(expected {expected_version})",
+                    reason="version",
+                    current=current,
+                )
+            if event_exists:
+                raise Conflict(
+                    f"event {event.seq} of game {snapshot.game_id} already exists",
+                    reason="duplicate_event",
+                    current=current,
+                )
+            self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
+            self._events[(pk, event.seq)] = event_item
+        return snapshot
+
+    def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
+        check_limit(limit)
+        pk = codec.game_pk(game_id)
+        now = self._clock()
+        with self._lock:
+            self.op_counts["Query"] += 1
+            seqs = sorted(seq for (p, seq) in self._events if p == pk and seq > after)
+            page = [self._events[(pk, s)] for s in seqs[: limit + 1]]
+        more = len(page) > limit
+        page = page[:limit]
+        events = [codec.decode_event(i) for i in page if not codec.is_expired(i, now)]
+        next_after = int(page[-1]["seq"]["N"]) if more and page else None
+        return EventPage(events=events, next_after=next_after)
+
+    def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        check_limit(limit)
+        now = self._clock()
+        with self._lock:
+            self.op_counts["Query"] += 1
+            lobby = sorted(
+                (i for i in self._games.values() if i.get("lobby") == {"S": codec.LOBBY_OPEN}),
+                key=lambda i: str(i["lobby_sk"]["S"]),
+            )
+        if cursor is not None:
+            lobby = [i for i in lobby if i["lobby_sk"]["S"] > cursor]
+        page = lobby[: limit + 1]
+        more = len(page) > limit
+        page = page[:limit]
+        games = [codec.decode_lobby_entry(i) for i in page if not codec.is_expired(i, now)]
+        return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
+
+    def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
+        for _ in range(JOIN_ATTEMPTS):
+            current = self.load(game_id)
+            after = joined(current, seat, token_hash)
+            item = codec.encode_snapshot(after)
+            with self._lock:
+                self.op_counts["PutItem"] += 1
+                stored = self._live(self._snapshot_item(game_id))
+                if stored is None:
+                    raise NotFound(f"no game {game_id}")
+                if stored.version == current.version:
+                    self._games[(codec.game_pk(game_id), codec.SNAPSHOT_SK)] = item
+                    return after
+        raise Conflict(f"game {game_id} kept changing; retry", reason="busy", current=stored)
+
+    # ------------------------------------------------------------ diagnostics
+    def raw_items(self, game_id: str) -> list[Item]:
+        """Every stored item of a game (snapshot first, then events by seq), expired or not."""
+        pk = codec.game_pk(game_id)
+        with self._lock:
+            snaps = [i for (p, _), i in self._games.items() if p == pk]
+            events = [self._events[k] for k in sorted(k for k in self._events if k[0] == pk)]
+            return copy.deepcopy(snaps + events)

@@ -1,0 +1,327 @@
+"""The store's port: domain types, errors and the `GameStore` protocol (Layer 3 + hot path).
+
+Two adapters implement it with the same semantics: `MemoryStore` (unit tests, local play)
+and `DynamoDbStore` (the only module that touches boto3). A turn is one `load` (one read
+of the snapshot, never of the log) and one `commit_turn` (one atomic write of the event
+and the new snapshot, conditioned on the event not existing and the version not moving).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+from horcrux.errors import HorcruxError
+from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
+
+AnyEvent = GameStarted | HarryMoved | VoldemortMoved
+TurnEvent = HarryMoved | VoldemortMoved
+EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(Event)
+
+SEATS: tuple[Seat, ...] = ("harry", "voldemort")
+Status = Literal["open", "active", "over"]
+
+DEFAULT_TTL_DAYS = 30
+BELIEF_HISTORY_MAX = 50
+"""The belief history keeps the last this-many points (a classic game has 50 turns)."""
+SNAPSHOT_BUDGET_BYTES = 16 * 1024
+"""The hot-path budget for one snapshot item (4 strongly consistent read units)."""
+MAX_ITEM_BYTES = 400 * 1024
+"""DynamoDB's hard item limit; both adapters refuse larger items the same way."""
+
+
+# ---------------------------------------------------------------- errors
+class StoreError(HorcruxError):
+    code = "store_error"
+
+
+class NotFound(StoreError):
+    """No such game, or it has expired (TTL deletion is lazy: reads filter expired items)."""
+
+    code = "not_found"
+
+
+ConflictReason = Literal["version", "duplicate_event", "exists", "seat_taken", "busy"]
+
+
+class Conflict(StoreError):
+    """A conditional write lost: `current` is the snapshot as it is now (None if unknown).
+
+    `reason`: `version` (the snapshot moved since it was read), `duplicate_event` (that
+    event seq is already stored), `exists` (the game id is taken), `seat_taken` (the seat
+    is not a free human seat), `busy` (a concurrent transaction held the item; retry).
+    """
+
+    code = "conflict"
+
+    def __init__(
+        self, message: str, *, reason: ConflictReason, current: GameSnapshot | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason: ConflictReason = reason
+        self.current = current
+
+
+class ItemTooLarge(StoreError):
+    code = "item_too_large"
+
+
+# ---------------------------------------------------------------- domain types
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SeatInfo(_Frozen):
+    """Who plays a seat: a person (identified by the hash of their token) or an AI brain."""
+
+    kind: Literal["human", "ai"]
+    brain: str | None = Field(default=None, description="brain spec (`naive:8`) of an AI seat")
+    token_hash: str | None = Field(default=None, description="sha256 of the player's token")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SeatInfo:
+        if self.kind == "ai" and not self.brain:
+            raise ValueError("an AI seat needs a brain spec")
+        if self.kind == "ai" and self.token_hash is not None:
+            raise ValueError("an AI seat has no token")
+        if self.kind == "human" and self.brain is not None:
+            raise ValueError("a human seat has no brain")
+        return self
+
+    @property
+    def free(self) -> bool:
+        """A human seat nobody has joined yet."""
+        return self.kind == "human" and self.token_hash is None
+
+
+class BeliefPoint(_Frozen):
+    """One point of a belief history (mirrors `horcrux.belief.base.BeliefPoint`).
+
+    Values are rounded to 4 decimals on the way in, so a stored point reads back equal."""
+
+    turn: int
+    entropy: float
+    top: tuple[tuple[str, float], ...] = Field(max_length=3)
+
+    @field_validator("entropy")
+    @classmethod
+    def _round_entropy(cls, value: float) -> float:
+        return round(value, 4)
+
+    @field_validator("top")
+    @classmethod
+    def _round_top(cls, value: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        return tuple((loc, round(p, 4)) for loc, p in value)
+
+
+class GameSnapshot(_Frozen):
+    """Everything a turn needs, in one item: the hot path. The log is never read to play.
+
+    `state` is the whole truth (secret: only the server reads it); `beliefs` holds each
+    AI seat's Layer-2 snapshot as opaque bytes; `belief_history` is bounded.
+    """
+
+    game_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    version: int = Field(default=0, ge=0)
+    seats: dict[Seat, SeatInfo]
+    state: GameState
+    beliefs: dict[str, bytes] = Field(default_factory=dict)
+    belief_history: tuple[BeliefPoint, ...] = Field(default=(), max_length=BELIEF_HISTORY_MAX)
+    created_at: float
+    expires_at: int = Field(description="epoch seconds; the game's every item expires then")
+
+    @field_validator("seats")
+    @classmethod
+    def _both_seats(cls, seats: dict[Seat, SeatInfo]) -> dict[Seat, SeatInfo]:
+        if set(seats) != set(SEATS):
+            raise ValueError("a game has exactly the seats harry and voldemort")
+        return seats
+
+    @property
+    def turn(self) -> int:
+        return self.state.turn
+
+    @property
+    def phase(self) -> str:
+        return self.state.phase
+
+    @property
+    def rules_name(self) -> str:
+        return self.state.rules.name
+
+    @property
+    def open_seats(self) -> tuple[Seat, ...]:
+        return tuple(s for s in SEATS if self.seats[s].free)
+
+    @property
+    def status(self) -> Status:
+        """`over` once the game ended, `open` while a human seat is free, else `active`."""
+        if self.state.over:
+            return "over"
+        return "open" if self.open_seats else "active"
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at <= now
+
+    def advanced(
+        self,
+        state: GameState,
+        *,
+        beliefs: dict[str, bytes] | None = None,
+        belief_point: Any | None = None,
+    ) -> GameSnapshot:
+        """The next snapshot: `state` after one move, version + 1, optional belief update.
+
+        `belief_point` is anything with `turn`, `entropy` and `top` (a Layer-2
+        `BeliefPoint`); the history keeps the last `BELIEF_HISTORY_MAX` points.
+        """
+        history = self.belief_history
+        if belief_point is not None:
+            point = BeliefPoint(
+                turn=belief_point.turn,
+                entropy=belief_point.entropy,
+                top=tuple((str(loc), float(p)) for loc, p in belief_point.top)[:3],
+            )
+            history = (*history, point)[-BELIEF_HISTORY_MAX:]
+        return self.model_copy(
+            update={
+                "state": state,
+                "version": self.version + 1,
+                "beliefs": {**self.beliefs, **(beliefs or {})},
+                "belief_history": history,
+            }
+        )
+
+
+class EventPage(_Frozen):
+    """Events with seq > `after`, in order; `next_after` is None when there are no more."""
+
+    events: list[AnyEvent]
+    next_after: int | None
+
+
+class LobbyEntry(_Frozen):
+    game_id: str
+    rules_name: str
+    open_seats: tuple[Seat, ...]
+    created_at: float
+
+
+class LobbyPage(_Frozen):
+    """Open games, oldest first; pass `cursor` back to get the next page (None: no more)."""
+
+    games: list[LobbyEntry]
+    cursor: str | None
+
+
+# ---------------------------------------------------------------- the port
+@runtime_checkable
+class GameStore(Protocol):
+    """Layer 3 and the hot path. Every method is one or two round trips at most."""
+
+    def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
+        """Store a new game (snapshot version 0 and its `game_started` event, seq 0).
+
+        Conflict(`exists`) if the id is taken."""
+        ...
+
+    def load(self, game_id: str) -> GameSnapshot:
+        """One strongly consistent read of the snapshot; NotFound if missing or expired."""
+        ...
+
+    def commit_turn(
+        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+    ) -> GameSnapshot:
+        """One transaction: put the event (if its seq is new) and the snapshot (if the
+        stored version is still `expected_version`). `snapshot.version` must be
+        `expected_version + 1` and `event.seq` must be `snapshot.state.seq`.
+
+        Conflict(`version` | `duplicate_event` | `busy`) carrying the current snapshot;
+        nothing is written then."""
+        ...
+
+    def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
+        """The game's events with seq > `after`, at most `limit`, expired ones skipped."""
+        ...
+
+    def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        """Games with a free human seat, oldest first (expired ones skipped)."""
+        ...
+
+    def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
+        """Take a free human seat (version + 1). Conflict(`seat_taken`) if it is not free;
+        NotFound if the game is missing or expired."""
+        ...
+
+
+# ---------------------------------------------------------------- helpers
+def ttl_seconds_from_env() -> int:
+    """The games' time to live: `HORCRUX_TTL_DAYS` (default 30 days)."""
+    days = float(os.environ.get("HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS))
+    if days <= 0:
+        raise ValueError(f"HORCRUX_TTL_DAYS must be positive, got {days}")
+    return int(days * 86400)
+
+
+def hash_token(token: str) -> str:
+    """What a seat stores instead of a player's token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_snapshot(
+    game_id: str,
+    state: GameState,
+    seats: dict[Seat, SeatInfo],
+    *,
+    now: float | None = None,
+    ttl_seconds: int | None = None,
+) -> GameSnapshot:
+    """The version-0 snapshot of a new game, expiring `ttl_seconds` after `now`."""
+    created = time.time() if now is None else now
+    ttl = ttl_seconds_from_env() if ttl_seconds is None else ttl_seconds
+    return GameSnapshot(
+        game_id=game_id,
+        seats=seats,
+        state=state,
+        created_at=created,
+        expires_at=int(created) + ttl,
+    )
+
+
+def check_commit(expected_version: int, snapshot: GameSnapshot, event: TurnEvent) -> None:
+    """The caller-side invariants of `commit_turn` (a ValueError is a bug, not a race)."""
+    if snapshot.version != expected_version + 1:
+        raise ValueError(
+            f"snapshot version {snapshot.version} must be expected_version + 1 "
+            f"({expected_version + 1})"
+        )
+    if event.seq != snapshot.state.seq:
+        raise ValueError(f"event seq {event.seq} != snapshot state seq {snapshot.state.seq}")
+    if event.seq < 1:
+        raise ValueError("turn events have seq >= 1 (seq 0 is game_started)")
+
+
+def check_create(snapshot: GameSnapshot, started: GameStarted) -> None:
+    if snapshot.version != 0 or snapshot.state.seq != 0 or started.seq != 0:
+        raise ValueError("a new game has version 0, state seq 0 and a game_started seq 0")
+
+
+def joined(current: GameSnapshot, seat: Seat, token_hash: str) -> GameSnapshot:
+    """The snapshot with `seat` taken by `token_hash`; Conflict if the seat is not free."""
+    if not token_hash:
+        raise ValueError("token_hash must not be empty")
+    info = current.seats[seat]
+    if not info.free:
+        who = "an AI" if info.kind == "ai" else "another player"
+        raise Conflict(f"the {seat} seat is taken by {who}", reason="seat_taken", current=current)
+    seats = {**current.seats, seat: info.model_copy(update={"token_hash": token_hash})}
+    return current.model_copy(update={"seats": seats, "version": current.version + 1})
+
+
+def check_limit(limit: int) -> None:
+    if not 1 <= limit <= 1000:
+        raise ValueError(f"limit must be in 1..1000, got {limit}")
