@@ -119,7 +119,8 @@ def _as_belief_map(m: TinyMap) -> BeliefMap:
 
 
 def _bayes_factory() -> Callable[[RuleSet], BeliefMap]:
-    bayes = pytest.importorskip("horcrux.belief.bayes")
+    from horcrux.belief import bayes
+
     factory: Callable[[RuleSet], BeliefMap] = bayes.BayesBelief
     return factory
 

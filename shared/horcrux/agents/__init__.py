@@ -1,6 +1,6 @@
 """Seat brains. Importing this package registers every built-in brain."""
 
-from horcrux.agents import harry_baselines, llm, voldemort
+from horcrux.agents import harry_baselines, llm, planner, voldemort
 from horcrux.agents.base import (
     HARRY_BRAINS,
     VOLDEMORT_BRAINS,
@@ -23,5 +23,6 @@ __all__ = [
     "VoldemortMove",
     "harry_baselines",
     "llm",
+    "planner",
     "voldemort",
 ]

@@ -11,7 +11,9 @@ as zlib-compressed compact JSON (`bhist`), and, only while the game is open, the
 lobby index keys (`lobby`, `lobby_sk`, `open_seats`).
 
 Event item (events table, pk `GAME#<id>`, sk `seq` number): `type`, `turn`, `body` (the
-event's JSON), `ttl`, and `winner` on the event that ends the game (a stream filter key).
+event's JSON), `ttl`, `winner` on the event that ends the game, and `next_ai` (`harry` |
+`voldemort`) on an event after which an AI seat must act (both are stream filter keys: the
+compaction Lambda filters on `winner`, the AI-turn Lambdas on `next_ai`).
 """
 
 from __future__ import annotations
@@ -153,7 +155,18 @@ def decode_lobby_entry(item: Item) -> LobbyEntry:
 
 
 # ---------------------------------------------------------------- events
-def encode_event(game_id: str, event: AnyEvent, expires_at: int) -> Item:
+def next_ai(snapshot: GameSnapshot) -> Seat | None:
+    """The AI seat that must act next in `snapshot` (None: a person's turn, or the end)."""
+    phase = snapshot.state.phase
+    if phase == "over":
+        return None
+    return phase if snapshot.seats[phase].kind == "ai" else None
+
+
+def encode_event(
+    game_id: str, event: AnyEvent, expires_at: int, next_ai: Seat | None = None
+) -> Item:
+    """The event item; `next_ai` marks an event after which that AI seat must act."""
     item: Item = {
         "pk": {"S": game_pk(game_id)},
         "seq": _n(event.seq),
@@ -165,6 +178,8 @@ def encode_event(game_id: str, event: AnyEvent, expires_at: int) -> Item:
     winner = getattr(event, "winner", None)
     if winner is not None:
         item["winner"] = {"S": winner}
+    if next_ai is not None:
+        item["next_ai"] = {"S": next_ai}
     return item
 
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec
+from horcrux.store import codec, results
 from horcrux.store.codec import Item
 from horcrux.store.port import (
     MAX_ITEM_BYTES,
+    BeliefPoint,
     Conflict,
     EventPage,
     GameSnapshot,
@@ -32,14 +33,17 @@ from horcrux.store.port import (
     check_commit,
     check_create,
     check_limit,
+    check_repair,
     joined,
 )
+from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 LOBBY_INDEX = "lobby"
 JOIN_ATTEMPTS = 3
+RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
 
 
@@ -232,7 +236,9 @@ class DynamoDbStore:
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
         check_create(snapshot, started)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(snapshot.game_id, started, snapshot.expires_at)
+        event_item = codec.encode_event(
+            snapshot.game_id, started, snapshot.expires_at, codec.next_ai(snapshot)
+        )
         sizes = self._check_size(event_item, snap_item)
         items = [
             {
@@ -282,7 +288,9 @@ class DynamoDbStore:
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(snapshot.game_id, event, snapshot.expires_at)
+        event_item = codec.encode_event(
+            snapshot.game_id, event, snapshot.expires_at, codec.next_ai(snapshot)
+        )
         sizes = self._check_size(event_item, snap_item)
         items = [
             {
@@ -410,6 +418,108 @@ class DynamoDbStore:
                 continue
             return after
         raise Conflict(f"game {game_id} kept changing; retry", reason="busy", current=current)
+
+    # ------------------------------------------------------------ end-of-game records
+    def _get(self, key: Item) -> Item | None:
+        response = self._call(
+            "GetItem", TableName=self.settings.games_table, Key=key, ConsistentRead=True
+        )
+        item: Item | None = response.get("Item")
+        return _binary_fixed(dict(item)) if item else None
+
+    def put_result(
+        self,
+        summary: GameSummary,
+        *,
+        belief_history: tuple[BeliefPoint, ...] = (),
+        keep: int = RESULTS_MAX,
+    ) -> bool:
+        blob = codec.encode_history(belief_history) if belief_history else None
+        result_item = results.encode_result(summary, blob)
+        result_put: dict[str, Any] = {
+            "TableName": self.settings.games_table,
+            "Item": result_item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": "pk"},
+        }
+        scope = summary.scope
+        if scope is None:
+            (size,) = self._check_size(result_item)
+            try:
+                self._call("PutItem", written=(size,), **result_put)
+            except Exception as exc:
+                if _error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                return False
+            return True
+        for _ in range(RESULT_ATTEMPTS):
+            recent = results.decode_recent(*scope, self._get(results.recent_key(*scope)))
+            if recent.has(summary.game_id):
+                return False
+            recent_item = results.encode_recent(recent.appended(summary, keep))
+            sizes = self._check_size(result_item, recent_item)
+            recent_put: dict[str, Any] = {
+                "TableName": self.settings.games_table,
+                "Item": recent_item,
+            }
+            if recent.version == 0:
+                recent_put["ConditionExpression"] = "attribute_not_exists(#pk)"
+                recent_put["ExpressionAttributeNames"] = {"#pk": "pk"}
+            else:
+                recent_put["ConditionExpression"] = "#v = :v"
+                recent_put["ExpressionAttributeNames"] = {"#v": "v"}
+                recent_put["ExpressionAttributeValues"] = {":v": {"N": str(recent.version)}}
+            try:
+                self._call(
+                    "TransactWriteItems",
+                    written=sizes,
+                    TransactItems=[{"Put": result_put}, {"Put": recent_put}],
+                )
+            except Exception as exc:
+                reasons = _cancellation_reasons(exc)
+                if reasons is None:
+                    raise
+                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                    return False
+                continue
+            return True
+        raise Conflict(
+            f"the recent results of {scope[0]} vs {scope[1]} kept changing; retry", reason="busy"
+        )
+
+    def result(self, game_id: str) -> GameSummary:
+        item = self._get(results.result_key(game_id))
+        if item is None:
+            raise NotFound(f"no result for game {game_id}")
+        return results.decode_result(item)
+
+    def recent_results(self, agent: str, opponent: str) -> RecentResults:
+        return results.decode_recent(
+            agent, opponent, self._get(results.recent_key(agent, opponent))
+        )
+
+    def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
+        check_repair(expected_version, snapshot)
+        item = codec.encode_snapshot(snapshot)
+        (size,) = self._check_size(item)
+        try:
+            self._call("PutItem", written=(size,), **self._snapshot_put(item, expected_version))
+        except Exception as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = getattr(exc, "response", {})
+            current = self._live(response.get("Item")) if response.get("Item") else None
+            if current is None:
+                current = self._live(self._get_raw(snapshot.game_id))
+            if current is None:
+                raise NotFound(f"no game {snapshot.game_id}") from None
+            raise Conflict(
+                f"game {snapshot.game_id} moved to version {current.version} "
+                f"(expected {expected_version})",
+                reason="version",
+                current=current,
+            ) from None
+        return snapshot
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:

@@ -15,10 +15,11 @@ from collections import Counter
 from collections.abc import Callable
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec
+from horcrux.store import codec, results
 from horcrux.store.codec import Item
 from horcrux.store.port import (
     MAX_ITEM_BYTES,
+    BeliefPoint,
     Conflict,
     EventPage,
     GameSnapshot,
@@ -29,8 +30,10 @@ from horcrux.store.port import (
     check_commit,
     check_create,
     check_limit,
+    check_repair,
     joined,
 )
+from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
 
 JOIN_ATTEMPTS = 3
 
@@ -65,7 +68,9 @@ class MemoryStore:
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
         check_create(snapshot, started)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(snapshot.game_id, started, snapshot.expires_at)
+        event_item = codec.encode_event(
+            snapshot.game_id, started, snapshot.expires_at, codec.next_ai(snapshot)
+        )
         self._check_size(snap_item, event_item)
         pk = codec.game_pk(snapshot.game_id)
         with self._lock:
@@ -94,7 +99,9 @@ class MemoryStore:
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(snapshot.game_id, event, snapshot.expires_at)
+        event_item = codec.encode_event(
+            snapshot.game_id, event, snapshot.expires_at, codec.next_ai(snapshot)
+        )
         self._check_size(snap_item, event_item)
         pk = codec.game_pk(snapshot.game_id)
         with self._lock:
@@ -166,6 +173,76 @@ class MemoryStore:
                     self._games[(codec.game_pk(game_id), codec.SNAPSHOT_SK)] = item
                     return after
         raise Conflict(f"game {game_id} kept changing; retry", reason="busy", current=stored)
+
+    # ------------------------------------------------------------ end-of-game records
+    def _key(self, key: Item) -> tuple[str, str]:
+        return (key["pk"]["S"], key["sk"]["S"])
+
+    def put_result(
+        self,
+        summary: GameSummary,
+        *,
+        belief_history: tuple[BeliefPoint, ...] = (),
+        keep: int = RESULTS_MAX,
+    ) -> bool:
+        blob = codec.encode_history(belief_history) if belief_history else None
+        result_item = results.encode_result(summary, blob)
+        self._check_size(result_item)
+        result_key = self._key(results.result_key(summary.game_id))
+        scope = summary.scope
+        with self._lock:
+            if scope is None:
+                self.op_counts["PutItem"] += 1
+                if result_key in self._games:
+                    return False
+                self._games[result_key] = result_item
+                return True
+            self.op_counts["GetItem"] += 1
+            recent_key = self._key(results.recent_key(*scope))
+            recent = results.decode_recent(*scope, copy.deepcopy(self._games.get(recent_key)))
+            if recent.has(summary.game_id):
+                return False
+            recent_item = results.encode_recent(recent.appended(summary, keep))
+            self._check_size(recent_item)
+            self.op_counts["TransactWriteItems"] += 1
+            if result_key in self._games:
+                return False
+            self._games[result_key] = result_item
+            self._games[recent_key] = recent_item
+            return True
+
+    def result(self, game_id: str) -> GameSummary:
+        with self._lock:
+            self.op_counts["GetItem"] += 1
+            item = self._games.get(self._key(results.result_key(game_id)))
+        if item is None:
+            raise NotFound(f"no result for game {game_id}")
+        return results.decode_result(item)
+
+    def recent_results(self, agent: str, opponent: str) -> RecentResults:
+        with self._lock:
+            self.op_counts["GetItem"] += 1
+            item = copy.deepcopy(self._games.get(self._key(results.recent_key(agent, opponent))))
+        return results.decode_recent(agent, opponent, item)
+
+    def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
+        check_repair(expected_version, snapshot)
+        item = codec.encode_snapshot(snapshot)
+        self._check_size(item)
+        with self._lock:
+            self.op_counts["PutItem"] += 1
+            current = self._live(self._snapshot_item(snapshot.game_id))
+            if current is None:
+                raise NotFound(f"no game {snapshot.game_id}")
+            if current.version != expected_version:
+                raise Conflict(
+                    f"game {snapshot.game_id} moved to version {current.version} "
+                    f"(expected {expected_version})",
+                    reason="version",
+                    current=current,
+                )
+            self._games[(codec.game_pk(snapshot.game_id), codec.SNAPSHOT_SK)] = item
+        return snapshot
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:

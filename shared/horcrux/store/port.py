@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 
 from horcrux.errors import HorcruxError
 from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
+from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
 
 AnyEvent = GameStarted | HarryMoved | VoldemortMoved
 TurnEvent = HarryMoved | VoldemortMoved
@@ -258,6 +259,44 @@ class GameStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ResultStore(GameStore, Protocol):
+    """The game store plus what the compaction Lambda writes and a Harry start-up reads
+    (docs/COMPACTION.md). Both adapters implement it; `GameStore` itself is unchanged."""
+
+    def put_result(
+        self,
+        summary: GameSummary,
+        *,
+        belief_history: tuple[BeliefPoint, ...] = (),
+        keep: int = RESULTS_MAX,
+    ) -> bool:
+        """Write the end-of-game record at `GAME#<id>`/`RESULT` and, for an AI Harry,
+        append it to its scope's recent results (bounded to `keep`), in one transaction
+        conditioned on the RESULT not existing and the scope's version not moving.
+
+        True if written; False if this game's record was already stored (a stream retry:
+        nothing is written). Retries a moved scope version up to 3 times, then
+        Conflict(`busy`)."""
+        ...
+
+    def result(self, game_id: str) -> GameSummary:
+        """The game's end-of-game record; NotFound if there is none."""
+        ...
+
+    def recent_results(self, agent: str, opponent: str) -> RecentResults:
+        """One strongly consistent read of a scope's recent results (empty, version 0,
+        if none): what an AI Harry reads at the start of its next game."""
+        ...
+
+    def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
+        """Overwrite the snapshot (e.g. rebuilt from the events) if the stored version is
+        still `expected_version`; `snapshot.version` must be `expected_version + 1`.
+
+        Conflict(`version`, current=...) if it moved; NotFound if missing or expired."""
+        ...
+
+
 # ---------------------------------------------------------------- helpers
 def ttl_seconds_from_env() -> int:
     """The games' time to live: `HORCRUX_TTL_DAYS` (default 30 days)."""
@@ -320,6 +359,14 @@ def joined(current: GameSnapshot, seat: Seat, token_hash: str) -> GameSnapshot:
         raise Conflict(f"the {seat} seat is taken by {who}", reason="seat_taken", current=current)
     seats = {**current.seats, seat: info.model_copy(update={"token_hash": token_hash})}
     return current.model_copy(update={"seats": seats, "version": current.version + 1})
+
+
+def check_repair(expected_version: int, snapshot: GameSnapshot) -> None:
+    if snapshot.version != expected_version + 1:
+        raise ValueError(
+            f"snapshot version {snapshot.version} must be expected_version + 1 "
+            f"({expected_version + 1})"
+        )
 
 
 def check_limit(limit: int) -> None:

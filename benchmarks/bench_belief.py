@@ -1,0 +1,91 @@
+"""Layer 2 speed: belief update p50 (seed-heuristic vs bayes), planner decision p50, games/s.
+
+Run: `.venv/bin/python benchmarks/bench_belief.py [games]` (one core, classic preset,
+reference Voldemort).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import horcrux.agents.planner  # noqa: F401  (registers the brains)
+from horcrux.agents.planner import PlannerHarry
+from horcrux.belief.bayes import MODES, BayesBelief
+from horcrux.belief.heuristic import HeuristicBelief
+from horcrux.models import HarryMoved, HarryRecord
+from horcrux.rules import CLASSIC
+from horcrux.sim import play_game
+
+
+def _records(seeds: range) -> list[list[HarryRecord]]:
+    games = []
+    for seed in seeds:
+        result = play_game(CLASSIC, seed, "planner", "reference", keep_events=True)
+        assert result.events is not None
+        games.append(
+            [
+                HarryRecord(turn=e.turn, action=e.action, observations=e.observations)
+                for e in result.events
+                if isinstance(e, HarryMoved)
+            ]
+        )
+    return games
+
+
+def _p50_update_us(games: list[list[HarryRecord]], make: object) -> float:
+    times: list[float] = []
+    for records in games:
+        belief = make()  # type: ignore[operator]
+        for record in records:
+            start = time.perf_counter()
+            belief.update(record)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def main(games: int = 200) -> None:
+    sample = _records(range(20))
+    print("belief update p50 (classic, 20 games of the planner vs reference):")
+    print(f"  seed-heuristic   {_p50_update_us(sample, lambda: HeuristicBelief(CLASSIC)):8.1f} us")
+    for mode in MODES:
+        p50 = _p50_update_us(sample, lambda mode=mode: BayesBelief(CLASSIC, mode))
+        print(f"  bayes:{mode:10s} {p50:8.1f} us")
+
+    latencies: list[float] = []
+    start = time.perf_counter()
+    wins = 0
+    for seed in range(games):
+        result = play_game(CLASSIC, seed, "planner", "reference")
+        wins += result.winner == "harry"
+    elapsed = time.perf_counter() - start
+    brain_stats = []
+    for seed in range(20):
+        brain = PlannerHarry(CLASSIC)
+        from horcrux import engine, rng
+        from horcrux.agents import VOLDEMORT_BRAINS
+        from horcrux.views import harry_view, voldemort_view
+
+        state, _ = engine.new_game(CLASSIC, seed)
+        vold = VOLDEMORT_BRAINS.create("reference", CLASSIC)
+        while not state.over:
+            if state.phase == "harry":
+                move = brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+                state, _ = engine.apply(state, move)
+            else:
+                state, _ = engine.apply(
+                    state, vold.decide(voldemort_view(state), rng.stream(seed, "v", state.turn))
+                )
+        latencies.extend(d.latency_ms for d in brain.decisions)
+        brain_stats.append(len(brain.snapshot()))
+    print(f"planner decision p50 (update + plan): {statistics.median(latencies) * 1000:8.1f} us")
+    print(f"planner snapshot at game end: max {max(brain_stats)} bytes")
+    print(
+        f"planner games/s on one core: {games / elapsed:6.1f} "
+        f"({games} games, {wins / games:.1%} wins vs reference)"
+    )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)

@@ -1,0 +1,166 @@
+"""The compaction Lambda: the events table's stream, one end-of-game record per game.
+
+Thin on purpose: Powertools' `BatchProcessor` walks the DynamoDB stream records and reports
+the failed ones (`batchItemFailures`, with `ReportBatchItemFailures` on the event source
+mapping); the work per game is `horcrux.compaction.compact` (read the log, check the snapshot
+against the replay, repair it on a mismatch, write the record where the next game's start
+reads it). docs/COMPACTION.md has the record, the keys and the stream filter.
+
+Which records do work: an `INSERT` whose NewImage carries `winner` (the event that ends a
+game). Everything else (a non-final event, a MODIFY, a TTL `REMOVE`) succeeds doing nothing:
+the belief history is kept on the snapshot, bounded, by the turn Lambdas, so there is
+nothing to maintain per event. The CDK's filter keeps those records away anyway:
+
+    {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"winner": {"S": [{"exists": true}]}}}}
+
+Collaborators are injectable: `make_handler(store, metrics)` builds a handler; the module's
+`handler` uses a `DynamoDbStore` built on first use (tests replace `set_store`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from horcrux.compaction import compact
+from horcrux.store import codec
+from horcrux.store.port import ResultStore
+from horcrux.store.results import RESULTS_MAX
+
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HorcruxHunt")
+SERVICE = "compaction"
+
+logger = Logger(service=SERVICE)
+Handler = Callable[[dict[str, Any], LambdaContext | None], PartialItemFailureResponse]
+AnyMetrics = Metrics | EphemeralMetrics
+
+_store: ResultStore | None = None
+
+
+def default_store() -> ResultStore:
+    """The module's store, built on first use (so importing the handler touches no AWS)."""
+    global _store  # noqa: PLW0603
+    if _store is None:
+        from horcrux.store import DynamoDbStore
+
+        _store = DynamoDbStore()
+    return _store
+
+
+def set_store(store: ResultStore | None) -> None:
+    """Replace the module's store (tests); None: build a DynamoDbStore again on next use."""
+    global _store  # noqa: PLW0603
+    _store = store
+
+
+def keep_from_env() -> int:
+    """How many summaries a recent-results item keeps: `HORCRUX_RESULTS_KEEP` (default 20)."""
+    keep = int(os.environ.get("HORCRUX_RESULTS_KEEP", RESULTS_MAX))
+    if keep < 1:
+        raise ValueError(f"HORCRUX_RESULTS_KEEP must be >= 1, got {keep}")
+    return keep
+
+
+def final_event(record: DynamoDBRecord) -> tuple[str, int] | None:
+    """(game id, seq) of a record that ends a game; None for a record with nothing to do.
+
+    Raises ValueError on a malformed record (reported as a failed batch item)."""
+    if record.event_name != DynamoDBRecordEventName.INSERT:
+        return None
+    stream = record.dynamodb
+    image = stream.new_image if stream is not None else {}
+    if not image:
+        raise ValueError("an INSERT without a NewImage: the stream must be NEW_IMAGE")
+    if "winner" not in image:
+        return None
+    try:
+        return codec.game_id_of(str(image["pk"])), int(image["seq"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed event image: {exc!r}") from exc
+
+
+def make_handler(
+    store: ResultStore | Callable[[], ResultStore] | None = None,
+    metrics: AnyMetrics | None = None,
+    *,
+    keep: int | None = None,
+) -> Handler:
+    """A Lambda handler over `store` (or a factory of it; None: the module's default)."""
+    sink: AnyMetrics = (
+        metrics if metrics is not None else Metrics(namespace=NAMESPACE, service=SERVICE)
+    )
+
+    def get_store() -> ResultStore:
+        if store is None:
+            return default_store()
+        if isinstance(store, ResultStore):
+            return store
+        return store()
+
+    def record_handler(record: DynamoDBRecord) -> str:
+        try:
+            final = final_event(record)
+            if final is None:
+                return "skipped"
+            game_id, seq = final
+            outcome = compact(
+                get_store(), game_id, final_seq=seq, keep=keep if keep else keep_from_env()
+            )
+        except Exception:
+            logger.exception("compaction failed", extra={"event_id": record.event_id})
+            raise
+        if outcome.mismatch is not None:
+            sink.add_metric(name="ReplayMismatch", unit=MetricUnit.Count, value=1)
+            logger.warning(
+                "snapshot differs from the replay of the events; repaired from the events",
+                extra={"mismatch": outcome.mismatch.model_dump(mode="json")},
+            )
+        if outcome.written:
+            sink.add_metric(name="ResultsWritten", unit=MetricUnit.Count, value=1)
+        logger.info(
+            "game compacted",
+            extra={
+                "game_id": game_id,
+                "winner": outcome.summary.winner,
+                "written": outcome.written,
+                "repaired": outcome.repaired,
+            },
+        )
+        return "written" if outcome.written else "already-written"
+
+    def handler(event: dict[str, Any], context: LambdaContext | None) -> PartialItemFailureResponse:
+        processor = BatchProcessor(
+            event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
+        )
+        try:
+            response = process_partial_response(
+                event=event, record_handler=record_handler, processor=processor, context=context
+            )
+            failed = len(response["batchItemFailures"])
+            sink.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failed)
+            return response
+        finally:
+            sink.add_metric(
+                name="StreamRecords", unit=MetricUnit.Count, value=len(event.get("Records", []))
+            )
+            sink.flush_metrics()
+
+    return handler
+
+
+handler = make_handler()

@@ -1,0 +1,54 @@
+"""The Voldemort AI-turn Lambda: a DynamoDB-stream consumer of the events table.
+
+Subscribed with the filter `horcrux.api.turns.filter_pattern("voldemort")`: only event items
+carrying `next_ai = "voldemort"`. Each record plays at most one turn (`GameService.play_ai_turn`);
+failures are reported per record (partial batch response) and retried by the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from horcrux.api.turns import turn_record_handler
+from horcrux.service import GameService, TurnOutcome
+from horcrux.store import DynamoDbStore
+
+logger = Logger(service="horcrux-voldemort-turn")
+metrics = Metrics(namespace="HorcruxHunt", service="horcrux-voldemort-turn")
+# every failed record is reported (and retried) on its own, even if the whole batch fails
+processor = BatchProcessor(
+    event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
+)
+service = GameService(DynamoDbStore())  # the boto3 client is created at the first call
+
+
+def _report(outcome: TurnOutcome) -> None:
+    logger.info("ai turn", extra=outcome.as_dict())
+    metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
+    if outcome.status == "played":
+        metrics.add_metric(
+            name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
+        )
+
+
+record_handler = turn_record_handler(service, "voldemort", on_outcome=_report)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    records = len(event.get("Records", []))
+    metrics.add_metric(name="StreamRecords", unit=MetricUnit.Count, value=records)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

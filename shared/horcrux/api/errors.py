@@ -1,0 +1,86 @@
+"""ONE map from domain error codes to HTTP status, and the error body every response uses.
+
+Every error answers `{"error": <code>, "message": <text naming the problem>}` (plus a few
+documented extras: `to_move` on `not_your_turn`, `game` on `conflict`, `detail` on
+`validation_error`). Codes are the `code` of `horcrux.errors.HorcruxError` subclasses, or
+the API's own (`invalid_json`, `payload_too_large`, `route_not_found`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+STATUS_BY_CODE: dict[str, int] = {
+    # 400: the request is not even JSON
+    "invalid_json": 400,
+    "bad_request": 400,
+    # 401: no token, or a token that holds no seat of this game
+    "unauthorized": 401,
+    # 403: a valid token playing the other seat's action
+    "wrong_seat": 403,
+    # 404: no such game (also an expired one), no such route
+    "not_found": 404,
+    "route_not_found": 404,
+    # 409: the request is fine but the game is not in a state to accept it
+    "not_your_turn": 409,
+    "game_over": 409,
+    "conflict": 409,
+    "seat_taken": 409,
+    "waiting_for_player": 409,
+    "not_over": 409,
+    "idempotency_in_progress": 409,
+    # 413: a body over the limit
+    "payload_too_large": 413,
+    # 422: well-formed JSON that is not an acceptable request or a legal move
+    "validation_error": 422,
+    "invalid_request": 422,
+    "unknown_brain": 422,
+    "llm_unavailable": 422,
+    "illegal_action": 422,
+    "unparsable_move": 422,
+    "unknown_location": 422,
+    "no_attacks_left": 422,
+    "ally_unavailable": 422,
+    "duplicate_location": 422,
+    "invalid_relocation": 422,
+    "occupied_location": 422,
+    "no_charges_left": 422,
+    "idempotency_key_reused": 422,
+    # 429: DynamoDB throttled us; retry with backoff
+    "throttled": 429,
+    # 5xx
+    "item_too_large": 500,
+    "internal_error": 500,
+}
+
+THROTTLING_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+    }
+)
+
+
+def status_for(code: str) -> int:
+    """The HTTP status of an error code (500 for a code nobody mapped: a bug)."""
+    return STATUS_BY_CODE.get(code, 500)
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": code, "message": message, **extra}
+
+
+def error_json(code: str, message: str, **extra: Any) -> str:
+    return json.dumps(error_body(code, message, **extra), separators=(",", ":"))
+
+
+def aws_error_code(exc: BaseException) -> str | None:
+    """The AWS error code of a client error (read duck-typed: no SDK import here)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return str(code) if code is not None else None

@@ -1,0 +1,59 @@
+"""The AI-turn Lambdas' record handler: one stream record -> one `play_ai_turn` call.
+
+The events table's stream (NEW_IMAGE) carries every event; the `harry_turn` and
+`voldemort_turn` functions are subscribed with a filter on the event item's `next_ai`
+attribute, so each gets only the records after which its seat must act (docs/API.md).
+A record is idempotent to replay: `play_ai_turn` skips a game that moved past its seq.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from horcrux.models import Seat
+from horcrux.service import GameService, TurnOutcome, turn_request
+
+DEADLINE_MARGIN_S = 2.0
+"""Kept from the Lambda's remaining time for the commit and the response."""
+
+
+def filter_pattern(seat: Seat) -> dict[str, Any]:
+    """The event-source-mapping filter of a seat's turn function (CDK: FilterCriteria)."""
+    return {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"next_ai": {"S": [seat]}}}}
+
+
+def turn_record_handler(
+    service: GameService,
+    seat: Seat,
+    *,
+    margin_s: float = DEADLINE_MARGIN_S,
+    on_outcome: Callable[[TurnOutcome], None] | None = None,
+) -> Callable[..., dict[str, Any]]:
+    """A Powertools `BatchProcessor` record handler playing `seat`'s AI turns.
+
+    It raises (the record is reported as a batch item failure and retried) only if the
+    turn could not be decided or committed; records that ask for no turn of this seat,
+    or for a turn already played, succeed without doing anything.
+    """
+
+    def record_handler(
+        record: DynamoDBRecord, lambda_context: LambdaContext | None = None
+    ) -> dict[str, Any]:
+        stream = record.dynamodb
+        image = stream.new_image if stream is not None else {}
+        request = turn_request(image)
+        if request is None or request.seat != seat:
+            return {"status": "ignored", "reason": f"no {seat} AI turn in this record"}
+        deadline: float | None = None
+        if lambda_context is not None:
+            deadline = lambda_context.get_remaining_time_in_millis() / 1000.0 - margin_s
+        outcome = service.play_ai_turn(request.game_id, seat, request.seq, deadline_s=deadline)
+        if on_outcome is not None:
+            on_outcome(outcome)
+        return outcome.as_dict()
+
+    return record_handler

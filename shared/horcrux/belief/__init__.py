@@ -1,0 +1,7 @@
+"""Layer 2: belief maps (`BayesBelief`, the exact filter; `HeuristicBelief`, the article's)."""
+
+from horcrux.belief.base import BeliefMap, BeliefPoint
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
+from horcrux.belief.heuristic import HeuristicBelief
+
+__all__ = ["MODES", "AdversaryModel", "BayesBelief", "BeliefMap", "BeliefPoint", "HeuristicBelief"]

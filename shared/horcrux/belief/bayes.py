@@ -1,0 +1,640 @@
+"""The exact Bayes belief map (BELIEF.md sections 2 and 3), with adversary-model averaging.
+
+Hidden state
+    The set S of locations holding a real Horcrux (all C(N, k) sets of size k, k the
+    Horcruxes left) joined with Voldemort's remaining relocation charges r = 0..R: for the
+    classic preset 455 x 4 = 1,820 weights. Beside it, per location j, the decoy
+    probability c_j = P(decoy at j | no Horcrux at j), kept factorised (BELIEF.md section 2).
+
+Observations (all exact Bayes on the weights)
+    * search at j with sensor (d, f) (Harry's, Ron's two, Hermione's own): sets with j
+      get l_r (d or 1-d), sets without j get c_j l_r + (1-c_j) l_e, then c_j is updated;
+    * attack at j: `destroyed` keeps the sets with j and drops j from them (k falls by one,
+      the state space shrinks to the sets of size k-1 through precomputed index maps);
+      `decoy` / `empty` keep the sets without j, weighted c_j / 1-c_j; c_j becomes 0;
+    * Dumbledore's reveal: an exact observation of j's type.
+
+Predictive step (what Voldemort may have done after Harry's turn), one per adversary model:
+    * `trigger`: mass of the sets holding j moves when a positive arrived at j this turn
+      and charges remain (probability `trigger`, one charge, uniform destination among the
+      N-k locations without a Horcrux; the first positive of the turn at a real Horcrux,
+      as GAME.md's reference adversary does);
+    * `hazard`: any set with charges left moves one of its Horcruxes with probability h
+      per turn (uniform Horcrux, uniform destination), using a charge;
+    * `static`: nothing moves.
+    Decoys never move. A model may also plant decoys (`plant` > 0): like the reference
+    adversary, at the free location with the highest public evidence (the log-likelihood
+    sum of Harry's searches there, reset by an attack) when that evidence is above 0 and
+    no relocation happened. The chance that each candidate was the free one chosen raises
+    its c_j, and the expected number of decoys used is tracked so planting stops once the
+    charges are (probably) spent. (Destinations ignore decoys, an approximation.)
+
+Model averaging (`mixture`)
+    Each model runs its own exact filter; its posterior weight is its prior times the
+    probability it gave to every observation of this game (Bayesian model averaging), so
+    a passive adversary soon leaves the `static` model in charge and the reference one the
+    `trigger` model. Marginals are the weighted average of the models' marginals.
+
+Entropy
+    `entropy()` is the entropy in bits of the normalised marginal map m / k. Because each
+    m_i <= 1, it is at least log2(k) (reached when Harry is sure of all k locations);
+    `decision_entropy()` = entropy() - log2(k) therefore reaches 0 when Harry is sure, and
+    is what an entropy gate should use.
+
+Snapshot
+    The map is a deterministic function of its construction parameters and the
+    observations fed to it, so `snapshot()` stores those (a few bytes per turn, zlib'd:
+    about 200 bytes at turn 50) and `restore()` replays them through the same code: the
+    restored map is bit-identical, hence so are the decisions taken from it. This is the
+    article's layering: Layer 2 is recomputed from the Layer 3 event record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from horcrux.belief.base import BeliefPoint
+from horcrux.models import HarryRecord, Observation
+from horcrux.rules import RuleSet, Sensor
+
+Motion = Literal["trigger", "hazard", "static"]
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
+
+_TINY = 1e-300
+_EVIDENCE_FLOOR = 1e-12
+
+
+@dataclass(frozen=True)
+class AdversaryModel:
+    """One hypothesis about Voldemort: how he moves Horcruxes and plants decoys."""
+
+    name: str
+    motion: Motion
+    trigger: float = 1.0  # P(relocate | positive at a real Horcrux, charges left)
+    hazard: float = 0.03  # P(one relocation per turn | charges left)
+    plant: float = 0.0  # P(plant at the top-evidence free location | it is possible)
+    prior: float = 1.0
+
+
+REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
+HAZARD = AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5)
+STATIC = AdversaryModel("static", "static", plant=0.0)
+
+MODES: dict[str, tuple[AdversaryModel, ...]] = {
+    "trigger": (REFERENCE_LIKE,),
+    "hazard": (HAZARD,),
+    "static": (STATIC,),
+    "mixture": (
+        AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.7),
+        AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.15),
+        AdversaryModel("static", "static", plant=0.0, prior=0.15),
+    ),
+}
+DEFAULT_MODE = "mixture"
+
+
+# ---------------------------------------------------------------- precomputed tables
+@dataclass(frozen=True)
+class _Tables:
+    """Index maps for the sets of size k over n locations."""
+
+    n: int
+    k: int
+    sets: tuple[tuple[int, ...], ...]
+    member: BoolArray  # (n_sets, n)
+    memberf: FloatArray  # (n_sets, n) as floats, for marginals
+    with_j: tuple[IntArray, ...]  # per j: rows whose set holds j
+    without_j: tuple[IntArray, ...]  # per j: rows whose set lacks j
+    # per j, (k, len(without_j)): for each row S' of without_j, the k sources
+    # S' - {v} + {j} (v in S') as positions in with_j: where the mass arriving in S'
+    # comes from when j's Horcrux moves
+    move_src: tuple[IntArray, ...]
+    # per j: for each row of with_j, the row of the size-(k-1) set S - {j}
+    drop: tuple[IntArray, ...]
+    # one uniform move S -> S - {v} + {u} as two gathers through the (k-1)-subsets T:
+    # P(T) = sum of w over the supersets T + {u}; into S' comes sum_v P(S' - v) - k w(S')
+    supersets: IntArray  # (n_{k-1}, n-k+1): rows of the supersets of each (k-1)-subset
+    subsets: IntArray  # (n_sets, k): rows (among the (k-1)-subsets) of S - {v}
+    up: FloatArray  # (n_{k-1}, n_sets) incidence T subset of S (sums by matmul: fast)
+    down: FloatArray  # its transpose, contiguous
+    ones: FloatArray  # (n_sets,)
+
+
+@lru_cache(maxsize=64)
+def _tables(n: int, k: int) -> _Tables:
+    sets = tuple(combinations(range(n), k))
+    index = {s: i for i, s in enumerate(sets)}
+    member = np.zeros((len(sets), n), dtype=bool)
+    for i, s in enumerate(sets):
+        member[i, list(s)] = True
+    smaller = {s: i for i, s in enumerate(combinations(range(n), k - 1))} if k >= 1 else {}
+    with_j: list[IntArray] = []
+    without_j: list[IntArray] = []
+    move_src: list[IntArray] = []
+    drop: list[IntArray] = []
+    for j in range(n):
+        w = np.flatnonzero(member[:, j])
+        wo = np.flatnonzero(~member[:, j])
+        pos_in_w = {int(r): p for p, r in enumerate(w)}
+        src = np.zeros((len(wo), k), dtype=np.intp)
+        for p, r in enumerate(wo):
+            s = sets[r]
+            for q, v in enumerate(s):
+                source = tuple(sorted((*(x for x in s if x != v), j)))
+                src[p, q] = pos_in_w[index[source]]
+        with_j.append(w.astype(np.intp))
+        without_j.append(wo.astype(np.intp))
+        move_src.append(np.ascontiguousarray(src.T))
+        drop.append(
+            np.array([smaller[tuple(x for x in sets[r] if x != j)] for r in w], dtype=np.intp)
+        )
+    supersets = np.zeros((len(smaller), n - k + 1), dtype=np.intp)
+    subsets = np.zeros((len(sets), k), dtype=np.intp)
+    if k >= 1:
+        for t, i in smaller.items():
+            supersets[i] = [index[tuple(sorted((*t, u)))] for u in range(n) if u not in t]
+        for i, s in enumerate(sets):
+            subsets[i] = [smaller[tuple(x for x in s if x != v)] for v in s]
+    up = np.zeros((len(smaller), len(sets)))
+    for i, row in enumerate(supersets):
+        up[i, row] = 1.0
+    return _Tables(
+        n=n,
+        k=k,
+        sets=sets,
+        member=member,
+        memberf=member.astype(np.float64),
+        with_j=tuple(with_j),
+        without_j=tuple(without_j),
+        move_src=tuple(move_src),
+        drop=tuple(drop),
+        supersets=supersets,
+        subsets=subsets,
+        up=up,
+        down=np.ascontiguousarray(up.T),
+        ones=np.ones(len(sets)),
+    )
+
+
+# ---------------------------------------------------------------- the filters
+class _Filters:
+    """One exact filter per adversary model, stacked so each step is one numpy operation.
+
+    `w[r, m, s]`: model m's weight of Horcrux set s with r relocation charges left (the
+    sets last and contiguous: index maps gather along it and sums are matrix products,
+    much faster than numpy reductions at this size); `c[m, j]`: P(decoy at j | no
+    Horcrux at j); `used[m, i]`: P(i decoys planted so far).
+    """
+
+    def __init__(
+        self, models: tuple[AdversaryModel, ...], n: int, k: int, charges: int, decoys: int
+    ) -> None:
+        self.models = models
+        self.n = n
+        self.tab = _tables(n, k)
+        self.count = count = len(models)
+        self.w: FloatArray = np.zeros((charges + 1, count, len(self.tab.sets)))
+        self.w[charges] = 1.0 / len(self.tab.sets)
+        self.c: FloatArray = np.zeros((count, n))
+        self.used: FloatArray = np.zeros((count, decoys + 1))
+        self.used[:, 0] = 1.0
+        self.log_evidence: FloatArray = np.zeros(count)
+        self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
+        self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
+        self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
+        self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
+        self.p_plant: FloatArray = np.array([m.plant for m in models])
+        self._marginal: FloatArray | None = None
+
+    @property
+    def k(self) -> int:
+        return self.tab.k
+
+    def totals(self) -> FloatArray:
+        """(models,): each model's total weight."""
+        out: FloatArray = (self.w @ self.tab.ones).sum(axis=0)
+        return out
+
+    def _normalise(self, total: FloatArray) -> None:
+        self._marginal = None
+        self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
+        dead = total <= _TINY
+        if dead.any():  # a model said "impossible": restart it uniform over the sets
+            for i in np.flatnonzero(dead):
+                self.w[:, i] = 0.0
+                self.w[-1, i] = 1.0 / self.w.shape[2]
+            total = np.where(dead, 1.0, total)
+        self.w /= total[None, :, None]
+
+    def marginal(self) -> FloatArray:
+        """(models, n): each model's P(real Horcrux at i)."""
+        if self._marginal is None:
+            self._marginal = self.w.sum(axis=0) @ self.tab.memberf
+        return self._marginal
+
+    # ------------------------------------------------------------ observations
+    def search(self, j: int, positive: bool, sensor: Sensor) -> None:
+        lr = sensor.d if positive else 1.0 - sensor.d
+        le = sensor.f if positive else 1.0 - sensor.f
+        cj = self.c[:, j]
+        absent = cj * lr + (1.0 - cj) * le  # (models,)
+        factor = np.where(self.tab.member[:, j][None, :], lr, absent[:, None])
+        self.w *= factor[None]
+        self._normalise(self.totals())
+        self.c[:, j] = cj * lr / absent
+
+    def attack(self, j: int, outcome: str) -> None:
+        tab = self.tab
+        cj = self.c[:, j].copy()
+        self.c[:, j] = 0.0
+        if outcome == "destroyed":
+            smaller = _tables(self.n, tab.k - 1)
+            neww = np.zeros((*self.w.shape[:2], len(smaller.sets)))
+            neww[:, :, tab.drop[j]] = self.w[:, :, tab.with_j[j]]
+            self.tab = smaller
+            self.w = neww
+            self._normalise(self.totals())
+            return
+        like = cj if outcome == "decoy" else 1.0 - cj
+        self.w[:, :, tab.with_j[j]] = 0.0
+        self.w *= like[None, :, None]
+        self._normalise(self.totals())
+
+    def reveal(self, j: int, outcome: str) -> None:
+        tab = self.tab
+        cj = self.c[:, j].copy()
+        if outcome == "horcrux":
+            self.w[:, :, tab.without_j[j]] = 0.0
+            self.c[:, j] = 0.0
+        else:
+            self.w[:, :, tab.with_j[j]] = 0.0
+            like = cj if outcome == "decoy" else 1.0 - cj
+            self.w *= like[None, :, None]
+            self.c[:, j] = 1.0 if outcome == "decoy" else 0.0
+        self._normalise(self.totals())
+
+    # ------------------------------------------------------------ predictive step
+    def predict(self, positives: list[int], evidence: FloatArray) -> None:
+        tab = self.tab
+        moved_total = np.zeros(self.count)
+        w = self.w
+        if tab.k > 0 and w.shape[0] > 1:
+            self._marginal = None
+            spread = 1.0 / (self.n - tab.k)
+            for i, p in self._trigger if positives else ():
+                base = w[1:, i] * p  # (R, sets): before any move of this turn
+                done: BoolArray | None = None
+                for j in positives:
+                    rows = tab.with_j[j]
+                    moved = base[:, rows]
+                    if done is not None:
+                        moved = moved * ~done[rows]
+                    else:
+                        done = np.zeros(len(tab.sets), dtype=bool)
+                    moved_total[i] += float(moved.sum())
+                    src = tab.move_src[j]
+                    incoming = moved[:, src[0]]
+                    for q in range(1, tab.k):
+                        incoming = incoming + moved[:, src[q]]
+                    w[1:, i, rows] -= moved
+                    w[:-1, i, tab.without_j[j]] += incoming * spread
+                    done[rows] = True
+            share = 1.0 / (tab.k * (self.n - tab.k))
+            for i, h in self._hazard:
+                moved = w[1:, i] * h  # (R, sets)
+                moved_total[i] += float(moved.sum())
+                incoming = (moved @ tab.down) @ tab.up - tab.k * moved
+                w[1:, i] -= moved
+                w[:-1, i] += incoming * share
+        if self.used.shape[1] > 1 and self.p_plant.any():
+            self._plant(1.0 - moved_total, evidence)
+
+    def _plant(self, p_no_move: FloatArray, evidence: FloatArray) -> None:
+        left = 1.0 - self.used[:, -1]
+        if not (left > 0.0).any():
+            return
+        positive = np.flatnonzero(evidence > 0.0)
+        if len(positive) == 0:
+            return
+        cand = positive[np.argsort(-evidence[positive], kind="stable")]  # board order on ties
+        m = self.marginal()[:, cand]
+        c = self.c[:, cand]
+        go = self.p_plant * np.maximum(0.0, p_no_move)  # (models,)
+        taken = m + (1.0 - m) * c  # P(candidate not free)
+        reach = np.ones_like(m)  # P(every better candidate is taken)
+        reach[:, 1:] = np.cumprod(taken[:, :-1], axis=1)
+        open_ = c < 1.0
+        self.c[:, cand] = np.where(open_, c + (1.0 - c) * reach * (go * left)[:, None], c)
+        planted = np.where(open_, reach * (1.0 - m) * (1.0 - c), 0.0) @ np.ones(len(cand))
+        planted = np.minimum(1.0, planted * go)[:, None]  # P(a decoy now | charges left)
+        used = self.used
+        shifted = used.copy()
+        shifted[:, :-1] -= used[:, :-1] * planted
+        shifted[:, 1:] += used[:, :-1] * planted
+        self.used = shifted
+
+
+# ---------------------------------------------------------------- the belief map
+def _h2(p: FloatArray) -> FloatArray:
+    q = np.clip(p, 1e-12, 1.0 - 1e-12)
+    out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
+    return out
+
+
+def binary_entropy(p: float) -> float:
+    """h2(p) in bits."""
+    if p <= 0.0 or p >= 1.0:
+        return 0.0
+    return -(p * math.log2(p) + (1.0 - p) * math.log2(1.0 - p))
+
+
+_KIND_CODE = {"search": 0, "attack": 1, "reveal": 2}
+_OUTCOME_CODE = {
+    "positive": 0,
+    "negative": 1,
+    "destroyed": 2,
+    "decoy": 3,
+    "empty": 4,
+    "horcrux": 5,
+}
+_OUTCOMES = {v: k for k, v in _OUTCOME_CODE.items()}
+_KINDS = {v: k for k, v in _KIND_CODE.items()}
+_SNAPSHOT_VERSION = 1
+
+
+class BayesBelief:
+    """Exact Bayes filter over Horcrux sets x relocation charges, averaged over models.
+
+    Works for any `RuleSet`. `mode` is one of `MODES` (`trigger`, `hazard`, `static`,
+    `mixture`), or pass `models` explicitly (e.g. with priors from cross-game memory).
+    `horcruxes` / `charges` override the starting k and R (the memory-window ablation
+    rebuilds a map mid-game).
+    """
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        mode: str = DEFAULT_MODE,
+        *,
+        models: tuple[AdversaryModel, ...] | None = None,
+        horcruxes: int | None = None,
+        charges: int | None = None,
+    ) -> None:
+        if models is None:
+            if mode not in MODES:
+                raise ValueError(f"unknown belief mode {mode!r}; known: {', '.join(MODES)}")
+            models = MODES[mode]
+        if not models:
+            raise ValueError("a belief needs at least one adversary model")
+        self.rules = rules
+        self.mode = mode
+        self.models = models
+        self.name = f"bayes:{mode}"
+        self._n = len(rules.locations)
+        self._index = {loc: i for i, loc in enumerate(rules.locations)}
+        self._start_k = rules.horcruxes if horcruxes is None else horcruxes
+        self._start_r = rules.relocations if charges is None else charges
+        self._filters = _Filters(models, self._n, self._start_k, self._start_r, rules.decoys)
+        self._log_prior = np.log(np.array([m.prior for m in models], dtype=np.float64))
+        self._evidence: FloatArray = np.zeros(self._n)  # public evidence, as Voldemort sees it
+        self._log: list[tuple[int, int, int, int, int]] = []  # (turn, kind, loc, outcome, sensor)
+        self._ends: list[int] = []  # index into _log where each update ended
+        self._turns: list[int] = []  # the turn of each update
+        self._history: list[BeliefPoint] = []
+        self._turn = 0
+        self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
+
+    # ------------------------------------------------------------ protocol
+    @property
+    def horcruxes_left(self) -> int:
+        return self._filters.k
+
+    @property
+    def history(self) -> list[BeliefPoint]:
+        return self._history
+
+    @property
+    def turn(self) -> int:
+        """The turn of the last record folded in (0 before any)."""
+        return self._turn
+
+    def update(self, record: HarryRecord) -> None:
+        """Fold one of Harry's turns in, then apply the predictive step for Voldemort's move."""
+        self.update_observations(record.turn, record.observations)
+
+    def update_observations(self, turn: int, observations: tuple[Observation, ...]) -> None:
+        """Like `update`, from a turn's observations (a memory window may cut a turn)."""
+        positives: list[int] = []
+        for obs in observations:
+            self._observe(turn, obs)
+            if obs.kind == "search" and obs.outcome == "positive":
+                positives.append(self._index[obs.location])
+        self._filters.predict(positives, self._evidence)
+        self._ends.append(len(self._log))
+        self._turns.append(turn)
+        self._turn = turn
+        self._cache = None
+        top = self.top(3)
+        self._history.append(
+            BeliefPoint(turn=turn, entropy=round(self.entropy(), 6), top=tuple(top))
+        )
+
+    def occupancy(self) -> dict[str, float]:
+        m = self.marginals()
+        return {loc: float(m[i]) for i, loc in enumerate(self.rules.locations)}
+
+    def entropy(self) -> float:
+        """Entropy in bits of the normalised marginal map m / k (>= log2 k); 0 when k = 0."""
+        k = self.horcruxes_left
+        if k == 0:
+            return 0.0
+        p = self.marginals() / k
+        p = p[p > 0.0]
+        return float(-(p * np.log2(p)).sum())
+
+    def decision_entropy(self) -> float:
+        """entropy() - log2(k): 0 when Harry is sure of every remaining Horcrux."""
+        k = self.horcruxes_left
+        if k == 0:
+            return 0.0
+        return max(0.0, self.entropy() - math.log2(k))
+
+    def top(self, n: int = 3) -> list[tuple[str, float]]:
+        m = self.marginals()
+        order = np.argsort(-m, kind="stable")[:n]
+        return [(self.rules.locations[int(i)], round(float(m[i]), 6)) for i in order]
+
+    # ------------------------------------------------------------ arrays for planners
+    def model_weights(self) -> FloatArray:
+        """Posterior weight of each adversary model (sums to 1)."""
+        logw = self._log_prior + self._filters.log_evidence
+        logw -= logw.max()
+        w = np.exp(logw)
+        out: FloatArray = w / w.sum()
+        return out
+
+    def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        if self._cache is None:
+            pi = self.model_weights()
+            mf = self._filters.marginal()
+            decoys = (1.0 - mf) * self._filters.c
+            m = pi @ mf
+            q = m + pi @ decoys
+            decoy = pi @ decoys
+            self._cache = (np.clip(m, 0.0, 1.0), np.clip(q, 0.0, 1.0), decoy)
+        return self._cache
+
+    def model_marginals(self) -> FloatArray:
+        """(models, N): each adversary model's own P(real Horcrux at i)."""
+        return self._filters.marginal().copy()
+
+    def marginals(self) -> FloatArray:
+        """m_i = P(real Horcrux at i), in board order; sums to k."""
+        return self._arrays()[0]
+
+    def respond_probability(self) -> FloatArray:
+        """q_i = P(i responds to a search) = m_i + (1 - m_i) c_i, in board order."""
+        return self._arrays()[1]
+
+    def decoy_probability(self) -> FloatArray:
+        """P(decoy at i), in board order."""
+        return self._arrays()[2]
+
+    def real_given_responds(self) -> FloatArray:
+        """P(real | responds) = m / q per location (decoy risk of a positive place)."""
+        m, q, _ = self._arrays()
+        out: FloatArray = np.where(q > 0.0, m / np.maximum(q, 1e-300), 0.0)
+        return out
+
+    def search_information(self, sensor: Sensor) -> FloatArray:
+        """I_j = h2(q d + (1-q) f) - q h2(d) - (1-q) h2(f) per location, in bits."""
+        q = self.respond_probability()
+        out: FloatArray = (
+            _h2(q * sensor.d + (1.0 - q) * sensor.f)
+            - q * binary_entropy(sensor.d)
+            - (1.0 - q) * binary_entropy(sensor.f)
+        )
+        return out
+
+    def horcrux_information(self, sensor: Sensor) -> FloatArray:
+        """Mutual information (bits) between a search at j and whether j holds a Horcrux.
+
+        Like `search_information`, but a decoy counts as noise, not as something to learn:
+        P(positive | Horcrux) = d, P(positive | none) = g_j = c_j d + (1 - c_j) f.
+        """
+        m, _, decoy = self._arrays()
+        c = np.where(m < 1.0, decoy / np.maximum(1.0 - m, 1e-300), 0.0)
+        g = c * sensor.d + (1.0 - c) * sensor.f
+        out: FloatArray = (
+            _h2(m * sensor.d + (1.0 - m) * g) - m * binary_entropy(sensor.d) - (1.0 - m) * _h2(g)
+        )
+        return out
+
+    def reveal_information(self) -> FloatArray:
+        """Entropy (bits) of Dumbledore's exact reveal at each location."""
+        m, _, decoy = self._arrays()
+        empty = np.clip(1.0 - m - decoy, 0.0, 1.0)
+        total: FloatArray = np.zeros(self._n)
+        for p in (m, decoy, empty):
+            pc = np.clip(p, 1e-300, 1.0)
+            total -= np.where(p > 0.0, p * np.log2(pc), 0.0)
+        return total
+
+    # ------------------------------------------------------------ observations
+    def _observe(self, turn: int, obs: Observation) -> None:
+        j = self._index[obs.location]
+        sensor_code = 1 if obs.sensor == "hermione" else 0
+        self._log.append((turn, _KIND_CODE[obs.kind], j, _OUTCOME_CODE[obs.outcome], sensor_code))
+        if obs.kind == "search":
+            sensor = self.rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
+            positive = obs.outcome == "positive"
+            self._filters.search(j, positive, sensor)
+            if positive:
+                self._evidence[j] += math.log(sensor.d / sensor.f)
+            else:
+                self._evidence[j] += math.log((1.0 - sensor.d) / (1.0 - sensor.f))
+        elif obs.kind == "attack":
+            self._filters.attack(j, obs.outcome)
+            self._evidence[j] = 0.0
+        else:
+            self._filters.reveal(j, obs.outcome)
+
+    # ------------------------------------------------------------ persistence
+    def snapshot(self) -> bytes:
+        """Construction parameters and the observation log, zlib'd (~200 B at turn 50)."""
+        header = {
+            "v": _SNAPSHOT_VERSION,
+            "mode": self.mode,
+            "models": [asdict(m) for m in self.models],
+            "k": self._start_k,
+            "r": self._start_r,
+        }
+        head = json.dumps(header, separators=(",", ":")).encode()
+        body = bytearray(struct.pack("<HH", len(head), len(self._ends)))
+        body += head
+        start = 0
+        for end, turn in zip(self._ends, self._turns, strict=True):
+            chunk = self._log[start:end]
+            body += struct.pack("<HB", turn, len(chunk))
+            for _t, kind, loc, outcome, sensor in chunk:
+                body += struct.pack("<BBB", kind | sensor << 4, loc, outcome)
+            start = end
+        return zlib.compress(bytes(body), 9)
+
+    @classmethod
+    def restore(cls, rules: RuleSet, data: bytes) -> BayesBelief:
+        """Rebuild the map `snapshot()` saved, by replaying its observations (bit-identical)."""
+        raw = zlib.decompress(data)
+        head_len, turns = struct.unpack_from("<HH", raw, 0)
+        offset = 4
+        header = json.loads(raw[offset : offset + head_len])
+        offset += head_len
+        if header.get("v") != _SNAPSHOT_VERSION:
+            raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
+        models = tuple(AdversaryModel(**m) for m in header["models"])
+        belief = cls(
+            rules, header["mode"], models=models, horcruxes=header["k"], charges=header["r"]
+        )
+        for _ in range(turns):
+            turn, count = struct.unpack_from("<HB", raw, offset)
+            offset += 3
+            observations = []
+            for _ in range(count):
+                code, loc, outcome = struct.unpack_from("<BBB", raw, offset)
+                offset += 3
+                kind = _KINDS[code & 0x0F]
+                sensor = "hermione" if code >> 4 else "harry"
+                observations.append(
+                    Observation(
+                        location=rules.locations[loc],
+                        kind=kind,
+                        outcome=_OUTCOMES[outcome],
+                        sensor=sensor if kind == "search" else None,
+                    )
+                )
+            belief.update_observations(turn, tuple(observations))
+        return belief
+
+
+__all__ = [
+    "DEFAULT_MODE",
+    "HAZARD",
+    "MODES",
+    "REFERENCE_LIKE",
+    "STATIC",
+    "AdversaryModel",
+    "BayesBelief",
+    "binary_entropy",
+]

@@ -1,0 +1,301 @@
+"""Fixtures and helpers for the API and turn-handler tests: moto tables, the Lambda handlers
+loaded from lambdas/*/handler.py, API Gateway v2 events built from events/*.json, and a
+pump that feeds the events table's (moto) stream to the AI-turn handlers."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import itertools
+import json
+import pathlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
+    sys.path.insert(0, str(ROOT / "shared"))
+
+from horcrux.store import DynamoDbStore  # noqa: E402
+
+EVENTS_DIR = ROOT / "events"
+IDEMPOTENCY_TABLE = "test-idempotency"
+_counter = itertools.count()
+
+
+def set_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and a region, so nothing can reach AWS; streams in process."""
+    for name, value in {
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "HORCRUX_EVENTS_TABLE": "test-events",
+        "HORCRUX_GAMES_TABLE": "test-games",
+        "HORCRUX_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
+        "POWERTOOLS_METRICS_NAMESPACE": "HorcruxHuntTest",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "HORCRUX_DYNAMODB_ENDPOINT", "HORCRUX_TTL_DAYS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def create_idempotency_table(client: Any) -> None:
+    client.create_table(
+        TableName=IDEMPOTENCY_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+    )
+    client.update_time_to_live(
+        TableName=IDEMPOTENCY_TABLE,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
+    )
+
+
+def moto_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
+    """mock_aws with the games, events (stream) and idempotency tables; a store to inspect.
+
+    A generator for a test module's fixture: `yield from moto_tables(monkeypatch)`."""
+    set_aws_env(monkeypatch)
+    with mock_aws():
+        store = DynamoDbStore()
+        store.create_tables()
+        create_idempotency_table(store.client)
+        yield store
+
+
+def load_handler(name: str) -> ModuleType:
+    """A fresh copy of lambdas/<name>/handler.py (module state bound to the current mock)."""
+    path = ROOT / "lambdas" / name / "handler.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_handler_{next(_counter)}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class FakeContext:
+    """The LambdaContext attributes Powertools reads."""
+
+    function_name: str = "horcrux-test"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:horcrux-test"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+    log_group_name: str = "/aws/lambda/horcrux-test"
+    log_stream_name: str = "2026/03/12/[$LATEST]0"
+    remaining_ms: int = 30_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def sample(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((EVENTS_DIR / name).read_text())
+    return data
+
+
+def api_event(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (v2) event, from events/api_get_game.json's shape."""
+    event = copy.deepcopy(sample("api_get_game.json"))
+    event["rawPath"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    event["headers"].pop("authorization", None)
+    if token is not None:
+        event["headers"]["authorization"] = f"Bearer {token}"
+    event["headers"].update(headers or {})
+    if query:
+        event["queryStringParameters"] = dict(query)
+        event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in query.items())
+    else:
+        event.pop("queryStringParameters", None)
+        event["rawQueryString"] = ""
+    if body is not None:
+        event["body"] = body if isinstance(body, str) else json.dumps(body)
+        event["headers"]["content-type"] = "application/json"
+    return event
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, Any]
+    raw: str
+
+
+@dataclass
+class ApiClient:
+    """Calls the API Lambda's handler; keeps every reply (for the hidden-state scans)."""
+
+    handler: ModuleType
+    context: FakeContext = field(default_factory=FakeContext)
+    log: list[tuple[str | None, Reply]] = field(default_factory=list)
+
+    def send(self, event: dict[str, Any], *, who: str | None = None) -> Reply:
+        response = self.handler.lambda_handler(event, self.context)
+        raw = response.get("body") or ""
+        reply = Reply(
+            response["statusCode"], json.loads(raw) if raw else None, response["headers"], raw
+        )
+        self.log.append((who, reply))
+        return reply
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        who: str | None = None,
+    ) -> Reply:
+        event = api_event(method, path, body=body, token=token, headers=headers, query=query)
+        return self.send(event, who=who)
+
+
+# ---------------------------------------------------------------- the stream
+def stream_matches(record: dict[str, Any], pattern: dict[str, Any]) -> bool:
+    """Lambda's event filtering for the patterns we use (exact values, nested keys)."""
+
+    def match(value: Any, pat: Any) -> bool:
+        if isinstance(pat, dict):
+            return isinstance(value, dict) and all(
+                k in value and match(value[k], p) for k, p in pat.items()
+            )
+        return value in pat
+
+    return match(record, pattern)
+
+
+class StreamPump:
+    """Reads the events table's moto stream and feeds each turn handler its filtered
+    records, one batch per `pump()` round, until no new record asks for a turn."""
+
+    def __init__(self, store: DynamoDbStore, handlers: dict[str, ModuleType]) -> None:
+        import boto3
+
+        from horcrux.api.turns import filter_pattern
+
+        self.handlers = handlers
+        self.patterns = {seat: filter_pattern(seat) for seat in handlers}  # type: ignore[arg-type]
+        self.streams = boto3.client("dynamodbstreams")
+        table = store.client.describe_table(TableName=store.settings.events_table)["Table"]
+        arn = table["LatestStreamArn"]
+        shard = self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]
+        self.iterator = self.streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        self.context = FakeContext()
+        self.responses: list[dict[str, Any]] = []
+        self.seconds: list[float] = []
+
+    def records(self) -> list[dict[str, Any]]:
+        out = self.streams.get_records(ShardIterator=self.iterator, Limit=1000)
+        self.iterator = out["NextShardIterator"]
+        records: list[dict[str, Any]] = out["Records"]
+        for r in records:  # the wire format: Lambda gets the stream record as JSON
+            r["dynamodb"] = json.loads(json.dumps(r["dynamodb"], default=_json_default))
+        return records
+
+    def step(self) -> int:
+        """Deliver one round of new records to the handlers; returns the records read."""
+        import time
+
+        records = self.records()
+        for seat, handler in self.handlers.items():
+            batch = [r for r in records if stream_matches(r, self.patterns[seat])]
+            if batch:
+                start = time.perf_counter()
+                response = handler.lambda_handler({"Records": batch}, self.context)
+                self.seconds.append((time.perf_counter() - start) / len(batch))
+                self.responses.append(response)
+                assert response == {"batchItemFailures": []}, response
+        return len(records)
+
+    def pump(self, *, max_rounds: int = 500) -> int:
+        """Deliver records until the stream is quiet; returns the rounds that had records."""
+        for rounds in range(max_rounds):
+            if not self.step():
+                return rounds
+        raise AssertionError("the stream never went quiet")
+
+
+def _json_default(value: Any) -> Any:
+    import datetime as dt
+    import decimal
+
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp())
+    if isinstance(value, bytes):
+        import base64
+
+        return base64.b64encode(value).decode()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(type(value))
+
+
+def stream_record(game_id: str, seq: int, seat: str, *, n: int = 1) -> dict[str, Any]:
+    """A stream record asking for `seat`'s AI turn after event `seq`, from the sample."""
+    name = "stream_harry_turn.json" if seat == "harry" else "stream_voldemort_turn.json"
+    record = copy.deepcopy(sample(name)["Records"][0])
+    image = record["dynamodb"]["NewImage"]
+    image["pk"] = {"S": f"GAME#{game_id}"}
+    image["seq"] = {"N": str(seq)}
+    image["next_ai"] = {"S": seat}
+    record["dynamodb"]["Keys"] = {"pk": image["pk"], "seq": image["seq"]}
+    record["dynamodb"]["SequenceNumber"] = f"{200000000000000000000 + n}"
+    return record
+
+
+SECRET_KEYS = frozenset({"horcrux_locations", "decoy_locations", "seed"})
+
+
+def leaks(payload: Any, *, running: bool = True) -> list[str]:
+    """What in a JSON payload Harry or a spectator must never see (paths of the leaks)."""
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                where = f"{path}.{key}"
+                if key in SECRET_KEYS:
+                    found.append(where)
+                if key in ("horcruxes", "decoys") and not isinstance(inner, int):  # rules: counts
+                    found.append(where)
+                if running and key == "type" and inner == "voldemort_moved":
+                    found.append(where)
+                if running and key == "type" and inner in ("relocate", "plant_decoy", "pass"):
+                    found.append(where)
+                if running and key in ("relocate_from", "relocate_to", "decoy_at"):
+                    found.append(where)
+                walk(inner, where)
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                walk(inner, f"{path}[{i}]")
+
+    walk(payload, "$")
+    return found

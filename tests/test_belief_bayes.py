@@ -1,0 +1,300 @@
+"""The exact Bayes map against a brute-force enumeration of Horcrux sets (BELIEF.md 2-3)."""
+
+from __future__ import annotations
+
+import math
+import random
+from itertools import combinations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import horcrux.agents.planner  # noqa: F401  (registers the brains)
+from horcrux import engine
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
+from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
+from horcrux.rules import CLASSIC, STANDARD, AllyRules, RuleSet, Sensor
+from horcrux.views import HarryView, harry_view, voldemort_view
+
+SMALL = RuleSet(
+    name="small",
+    locations=("a", "b", "c", "d", "e", "f"),
+    horcruxes=2,
+    max_turns=20,
+    attacks=5,
+    relocations=2,
+    decoys=2,
+    allies={
+        "ron": AllyRules(rest=1),
+        "hermione": AllyRules(rest=1, sensor=Sensor(d=0.95, f=0.05)),
+        "dumbledore": AllyRules(rest=1, max_uses=2),
+    },
+)
+
+
+class BruteForce:
+    """Dicts over (frozenset, charges), written independently of the numpy filter."""
+
+    def __init__(self, rules: RuleSet, model: AdversaryModel) -> None:
+        self.rules = rules
+        self.model = model
+        self.n = len(rules.locations)
+        sets = list(combinations(range(self.n), rules.horcruxes))
+        self.w = {(frozenset(s), rules.relocations): 1.0 / len(sets) for s in sets}
+        self.c = [0.0] * self.n
+        self.used = [1.0] + [0.0] * rules.decoys
+        self.evidence = [0.0] * self.n
+        self.k = rules.horcruxes
+        self.impossible = False
+
+    def _norm(self) -> None:
+        total = sum(self.w.values())
+        if total <= 1e-300:  # the model calls this observation impossible
+            self.impossible = True
+            return
+        self.w = {key: v / total for key, v in self.w.items() if v > 0.0}
+
+    def observe(self, obs: Observation) -> None:
+        j = self.rules.locations.index(obs.location)
+        if obs.kind == "search":
+            s = self.rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
+            pos = obs.outcome == "positive"
+            lr = s.d if pos else 1 - s.d
+            le = s.f if pos else 1 - s.f
+            cj = self.c[j]
+            self.w = {
+                (sset, r): v * (lr if j in sset else cj * lr + (1 - cj) * le)
+                for (sset, r), v in self.w.items()
+            }
+            self.c[j] = cj * lr / (cj * lr + (1 - cj) * le)
+            self.evidence[j] += math.log(lr / le)
+        elif obs.kind == "attack":
+            cj = self.c[j]
+            self.c[j] = 0.0
+            self.evidence[j] = 0.0
+            if obs.outcome == "destroyed":
+                self.w = {(sset - {j}, r): v for (sset, r), v in self.w.items() if j in sset}
+                self.k -= 1
+            else:
+                like = cj if obs.outcome == "decoy" else 1 - cj
+                self.w = {(sset, r): v * like for (sset, r), v in self.w.items() if j not in sset}
+        else:
+            cj = self.c[j]
+            if obs.outcome == "horcrux":
+                self.w = {(sset, r): v for (sset, r), v in self.w.items() if j in sset}
+                self.c[j] = 0.0
+            else:
+                like = cj if obs.outcome == "decoy" else 1 - cj
+                self.w = {(sset, r): v * like for (sset, r), v in self.w.items() if j not in sset}
+                self.c[j] = 1.0 if obs.outcome == "decoy" else 0.0
+        self._norm()
+
+    def marginal(self) -> list[float]:
+        m = [0.0] * self.n
+        for (sset, _r), v in self.w.items():
+            for i in sset:
+                m[i] += v
+        return m
+
+    def predict(self, positives: list[int]) -> None:
+        model, n, k = self.model, self.n, self.k
+        out: dict[tuple[frozenset[int], int], float] = {}
+
+        def add(key: tuple[frozenset[int], int], v: float) -> None:
+            out[key] = out.get(key, 0.0) + v
+
+        moved_total = 0.0
+        for (sset, r), v in self.w.items():
+            if r == 0 or k == 0 or model.motion == "static":
+                add((sset, r), v)
+                continue
+            if model.motion == "trigger":
+                first = next((j for j in positives if j in sset), None)
+                if first is None:
+                    add((sset, r), v)
+                    continue
+                p, leaving = model.trigger, [first]
+            else:
+                p, leaving = model.hazard, sorted(sset)
+            add((sset, r), v * (1 - p))
+            moved_total += v * p
+            for a in leaving:
+                for u in range(n):
+                    if u not in sset:
+                        share = v * p / len(leaving) / (n - k)
+                        add(((sset - {a}) | {u}, r - 1), share)
+        self.w = out
+        if model.plant > 0 and len(self.used) > 1:
+            left = 1 - self.used[-1]
+            cands = sorted(
+                (j for j in range(n) if self.evidence[j] > 0), key=lambda j: (-self.evidence[j], j)
+            )
+            if left > 0 and cands:
+                m = self.marginal()
+                go = model.plant * max(0.0, 1 - moved_total)
+                reach, planted = 1.0, 0.0
+                for j in cands:
+                    cj = self.c[j]
+                    if cj < 1:
+                        self.c[j] = cj + (1 - cj) * reach * go * left
+                        planted += reach * (1 - m[j]) * (1 - cj) * go
+                    reach *= m[j] + (1 - m[j]) * cj
+                planted = min(1.0, planted)
+                used = self.used
+                self.used = [
+                    used[i] * (1 - planted if i < len(used) - 1 else 1)
+                    + (used[i - 1] * planted if i > 0 else 0)
+                    for i in range(len(used))
+                ]
+
+    def update(self, record: HarryRecord) -> None:
+        positives = []
+        for obs in record.observations:
+            self.observe(obs)
+            if obs.kind == "search" and obs.outcome == "positive":
+                positives.append(self.rules.locations.index(obs.location))
+        self.predict(positives)
+
+
+def random_move(view: HarryView, r: random.Random) -> Search | Attack | Ally:
+    """A random legal move: mostly searches, some attacks, allies when they are ready."""
+    locs = list(view.rules.locations)
+    ready = [name for name, status in view.allies.items() if status.available]
+    roll = r.random()
+    if roll < 0.12:
+        return Attack(location=r.choice(locs))
+    if ready and roll < 0.45:
+        name = r.choice(ready)
+        return Ally(ally=name, locations=tuple(r.sample(locs, 2 if name == "ron" else 1)))
+    return Search(location=r.choice(locs))
+
+
+def _random_game(rules: RuleSet, seed: int, voldemort: str) -> list[HarryRecord]:
+    """A game with random Harry actions (allies included) against `voldemort`."""
+    state, _ = engine.new_game(rules, seed)
+    vbrain = VOLDEMORT_BRAINS.create(voldemort, rules)
+    r = random.Random(seed)
+    while not state.over:
+        if state.phase == "harry":
+            state, _ = engine.apply(state, random_move(harry_view(state), r))
+        else:
+            state, _ = engine.apply(state, vbrain.decide(voldemort_view(state), r))
+    return list(state.history)
+
+
+MODELS = [
+    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0),
+    AdversaryModel("trigger-soft", "trigger", trigger=0.6, plant=0.4),
+    AdversaryModel("hazard", "hazard", hazard=0.1, plant=0.5),
+    AdversaryModel("static", "static", plant=0.0),
+    AdversaryModel("static-decoys", "static", plant=0.7),
+]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@pytest.mark.parametrize("voldemort", ["reference", "random", "passive"])
+def test_matches_brute_force(model: AdversaryModel, voldemort: str) -> None:
+    for seed in range(4):
+        belief = BayesBelief(SMALL, "custom", models=(model,))
+        brute = BruteForce(SMALL, model)
+        for record in _random_game(SMALL, seed, voldemort):
+            belief.update(record)
+            brute.update(record)
+            assert belief.horcruxes_left == brute.k
+            if brute.k == 0 or brute.impossible:
+                break
+            assert belief.marginals() == pytest.approx(brute.marginal(), abs=1e-9)
+            flt = belief._filters
+            assert list(flt.c[0]) == pytest.approx(brute.c, abs=1e-9)
+            assert list(flt.used[0]) == pytest.approx(brute.used, abs=1e-9)
+            for (subset, r), v in brute.w.items():
+                row = flt.tab.sets.index(tuple(sorted(subset)))
+                assert flt.w[r, 0, row] == pytest.approx(v, abs=1e-9)
+
+
+def test_mixture_runs_each_model_exactly() -> None:
+    models = tuple(MODELS)
+    for seed in range(3):
+        mixed = BayesBelief(SMALL, "custom", models=models)
+        alone = [BayesBelief(SMALL, "custom", models=(m,)) for m in models]
+        for record in _random_game(SMALL, seed, "reference"):
+            mixed.update(record)
+            for b in alone:
+                b.update(record)
+            for i, b in enumerate(alone):
+                assert mixed.model_marginals()[i] == pytest.approx(b.marginals(), abs=1e-12)
+            evidence = [b._filters.log_evidence[0] for b in alone]
+            assert list(mixed._filters.log_evidence) == pytest.approx(evidence, abs=1e-9)
+
+
+def test_known_posterior_after_one_search() -> None:
+    # one positive at `a`, static model: P(a) = k d / (k d + (N-k) f) scaled per set
+    belief = BayesBelief(SMALL, "static")
+    obs = Observation(location="a", kind="search", outcome="positive", sensor="harry")
+    belief.update(HarryRecord(turn=1, action=Search(location="a"), observations=(obs,)))
+    d, f, n, k = 0.8, 0.15, 6, 2
+    with_a = math.comb(n - 1, k - 1)
+    expected = with_a * d / (with_a * d + (math.comb(n, k) - with_a) * f)
+    assert belief.occupancy()["a"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_mixture_weights_follow_the_evidence() -> None:
+    # repeated positives then a Horcrux destroyed there: a trigger-Voldemort would have
+    # moved it after the first positive, a static world explains it best
+    belief = BayesBelief(CLASSIC, "mixture")
+    for turn in range(1, 5):
+        obs = Observation(location="hogwarts", kind="search", outcome="positive", sensor="harry")
+        belief.update(
+            HarryRecord(turn=turn, action=Search(location="hogwarts"), observations=(obs,))
+        )
+    hit = Observation(location="hogwarts", kind="attack", outcome="destroyed")
+    belief.update(HarryRecord(turn=5, action=Attack(location="hogwarts"), observations=(hit,)))
+    names = [m.name for m in belief.models]
+    weights = dict(zip(names, belief.model_weights(), strict=True))
+    assert weights["static"] > weights["trigger"]
+    assert sum(weights.values()) == pytest.approx(1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    mode=st.sampled_from(sorted(MODES)),
+    rules=st.sampled_from([CLASSIC, STANDARD, SMALL]),
+    voldemort=st.sampled_from(["reference", "random", "passive"]),
+)
+def test_occupancy_sums_to_horcruxes_left(
+    seed: int, mode: str, rules: RuleSet, voldemort: str
+) -> None:
+    belief = BayesBelief(rules, mode)
+    left = rules.horcruxes
+    for record in _random_game(rules, seed, voldemort):
+        left -= sum(o.outcome == "destroyed" for o in record.observations)
+        belief.update(record)
+        occ = belief.occupancy()
+        assert belief.horcruxes_left == left
+        assert sum(occ.values()) == pytest.approx(left, abs=1e-9)
+        assert all(-1e-12 <= v <= 1 + 1e-12 for v in occ.values())
+        assert belief.entropy() >= (math.log2(left) - 1e-9 if left else 0.0)
+        assert belief.decision_entropy() >= 0.0
+        assert belief.history[-1].turn == record.turn
+
+
+def test_snapshot_round_trip_is_identical_and_small() -> None:
+    for seed in range(3):
+        belief = BayesBelief(STANDARD, "mixture")
+        for record in _random_game(STANDARD, seed, "reference"):
+            belief.update(record)
+        data = belief.snapshot()
+        assert len(data) <= 8192
+        again = BayesBelief.restore(STANDARD, data)
+        assert (again.marginals() == belief.marginals()).all()
+        assert (again.respond_probability() == belief.respond_probability()).all()
+        assert again.history == belief.history
+        assert again.turn == belief.turn
+
+
+def test_harry_brains_registered() -> None:
+    for name in ("planner", "planner:trigger", "planner-window:8", "seed-heuristic"):
+        assert HARRY_BRAINS.create(name, CLASSIC) is not None

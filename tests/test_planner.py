@@ -1,0 +1,228 @@
+"""The zero-token planners: thresholds, allies, persistence, the memory window."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import horcrux.agents.planner  # noqa: F401  (registers the brains)
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.planner import PlannerHarry, PlannerParams, WindowPlannerHarry, plan
+from horcrux.belief.bayes import BayesBelief
+from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
+from horcrux.rules import CLASSIC, STANDARD, RuleSet
+from horcrux.sim import play_game
+from horcrux.views import AllyStatus, HarryView, harry_view, voldemort_view
+
+
+class FixedBelief(BayesBelief):
+    """A Bayes map whose marginals and decoy probabilities are set by the test."""
+
+    def __init__(self, rules: RuleSet, m: list[float], decoy: list[float] | None = None) -> None:
+        super().__init__(rules, "static")
+        mm = np.array(m, dtype=np.float64)
+        dd = np.zeros_like(mm) if decoy is None else np.array(decoy, dtype=np.float64)
+        self._fixed = (mm, mm + dd, dd)
+
+    def _arrays(self) -> tuple[Any, Any, Any]:
+        return self._fixed
+
+
+def _view(
+    rules: RuleSet,
+    *,
+    turn: int = 10,
+    attacks_left: int = 7,
+    left: int = 3,
+    allies: dict[str, AllyStatus] | None = None,
+) -> HarryView:
+    return HarryView(
+        rules=rules,
+        turn=turn,
+        phase="harry",
+        attacks_left=attacks_left,
+        horcruxes_destroyed=rules.horcruxes - left,
+        horcruxes_left=left,
+        allies=allies or {},
+        history=(),
+    )
+
+
+def _occ(top: float, rest_total: float = 2.0, n: int = 15, at: int = 4) -> list[float]:
+    m = [rest_total / (n - 1)] * n
+    m[at] = top
+    return m
+
+
+@pytest.mark.parametrize(
+    ("spare", "theta"), [(0, 0.90), (1, 0.75), (2, 0.60), (3, 0.50), (4, 0.50)]
+)
+def test_attack_thresholds_by_spare_attacks(spare: int, theta: float) -> None:
+    view = _view(CLASSIC, attacks_left=3 + spare)
+    params = PlannerParams()
+    loc = CLASSIC.locations[4]
+    above = plan(FixedBelief(CLASSIC, _occ(theta + 0.01)), view, params)
+    below = plan(FixedBelief(CLASSIC, _occ(theta - 0.01)), view, params)
+    assert above.move == Attack(location=loc)
+    assert isinstance(below.move, Search)
+
+
+def test_attacks_when_turns_left_do_not_exceed_horcruxes_left() -> None:
+    belief = FixedBelief(CLASSIC, _occ(0.3))
+    view = _view(CLASSIC, turn=CLASSIC.max_turns - 1, left=3)  # 2 turns left, 3 to go
+    assert plan(belief, view, PlannerParams()).move == Attack(location=CLASSIC.locations[4])
+    view = _view(CLASSIC, turn=CLASSIC.max_turns - 5, left=3)
+    assert isinstance(plan(belief, view, PlannerParams()).move, Search)
+
+
+def test_searches_the_most_informative_location() -> None:
+    # q = 0.5 is where a (0.80, 0.15) search says the most; 0.99 and 0.01 say little
+    m = [(3 - 0.99 - 0.99 - 0.45) / 12] * 15
+    m[0], m[2], m[7] = 0.99, 0.99, 0.45
+    belief = FixedBelief(CLASSIC, m)
+    choice = plan(belief, _view(CLASSIC, attacks_left=3), PlannerParams(thresholds=(1.1,)))
+    assert choice.move == Search(location=CLASSIC.locations[7])
+
+
+def test_a_likely_decoy_is_not_attacked() -> None:
+    # responds surely, but most of that is a decoy: P(real) = 0.3
+    m = _occ(0.3)
+    decoy = [0.0] * 15
+    decoy[4] = 0.7
+    belief = FixedBelief(CLASSIC, m, decoy)
+    assert not isinstance(plan(belief, _view(CLASSIC), PlannerParams()).move, Attack)
+    assert belief.real_given_responds()[4] == pytest.approx(0.3)
+
+
+ready = AllyStatus(rest=0, uses_left=None, available=True)
+resting = AllyStatus(rest=2, uses_left=None, available=False)
+
+
+def test_allies_ron_beats_a_single_search_and_rests_are_respected() -> None:
+    belief = FixedBelief(STANDARD, _occ(0.3))
+    view = _view(STANDARD, allies={"ron": ready, "hermione": resting, "dumbledore": resting})
+    move = plan(belief, view, PlannerParams()).move
+    assert isinstance(move, Ally)
+    assert move.ally == "ron"
+    assert len(set(move.locations)) == 2
+    view = _view(STANDARD, allies={"ron": resting, "hermione": resting, "dumbledore": resting})
+    assert isinstance(plan(belief, view, PlannerParams()).move, Search)
+
+
+def test_hermione_sharper_sensor_beats_harry() -> None:
+    belief = FixedBelief(STANDARD, _occ(0.3))
+    view = _view(STANDARD, allies={"hermione": ready})
+    move = plan(belief, view, PlannerParams()).move
+    assert isinstance(move, Ally)
+    assert move.ally == "hermione"
+
+
+def test_dumbledore_is_asked_about_a_likely_location_only() -> None:
+    no_uses = AllyStatus(rest=0, uses_left=0, available=False)
+    strong = FixedBelief(STANDARD, _occ(0.6))
+    view = _view(STANDARD, attacks_left=3, allies={"dumbledore": ready})
+    move = plan(strong, view, PlannerParams()).move
+    assert move == Ally(ally="dumbledore", locations=(STANDARD.locations[4],))
+    weak = FixedBelief(STANDARD, [0.2] * 15)
+    assert isinstance(plan(weak, view, PlannerParams()).move, Search)
+    view = _view(STANDARD, attacks_left=3, allies={"dumbledore": no_uses})
+    assert isinstance(plan(strong, view, PlannerParams()).move, Search)
+
+
+def _play_with_restore(rules: RuleSet, seed: int, every: int) -> tuple[list[Any], list[Any]]:
+    """Play one game twice: straight, and restoring the brain from bytes every turn."""
+    moves: list[list[Any]] = [[], []]
+    for variant in (0, 1):
+        state, _ = engine.new_game(rules, seed)
+        brain = PlannerHarry(rules)
+        vold = VOLDEMORT_BRAINS.create("reference", rules)
+        while not state.over:
+            if state.phase == "harry":
+                if variant and state.turn % every == 0:
+                    data = brain.snapshot()
+                    assert len(data) <= 8192
+                    brain = PlannerHarry.restore(rules, data)
+                move = brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+                moves[variant].append(move)
+                state, _ = engine.apply(state, move)
+            else:
+                state, _ = engine.apply(
+                    state, vold.decide(voldemort_view(state), rng.stream(seed, "v", state.turn))
+                )
+    return moves[0], moves[1]
+
+
+@pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=lambda r: r.name)
+def test_snapshot_round_trip_gives_identical_decisions(rules: RuleSet) -> None:
+    for seed in range(6):
+        straight, restored = _play_with_restore(rules, seed, every=1 + seed % 3)
+        assert straight == restored
+
+
+def test_planner_stats_and_decision_records() -> None:
+    result = play_game(STANDARD, 3, "planner", "reference")
+    stats = result.brain_stats
+    assert stats["decisions"] == result.turns or stats["decisions"] == result.turns - 1 + 1
+    assert sum(stats["actions"].values()) == stats["decisions"]
+    assert set(stats["model_weights"]) == {"trigger", "hazard", "static"}
+    brain = PlannerHarry(CLASSIC)
+    state, _ = engine.new_game(CLASSIC, 0)
+    brain.decide(harry_view(state), random.Random(0))
+    record = brain.decisions[-1]
+    assert (record.tier, record.source, record.turn) == ("zero", "planner", 1)
+    assert record.latency_ms >= 0.0
+
+
+def test_window_uses_only_the_last_w_observations() -> None:
+    def search(turn: int, loc: str, outcome: str) -> HarryRecord:
+        obs = Observation(location=loc, kind="search", outcome=outcome, sensor="harry")
+        return HarryRecord(turn=turn, action=Search(location=loc), observations=(obs,))
+
+    old = [search(t, "hogwarts", "positive") for t in range(1, 6)]
+    recent = [search(t, "azkaban", "negative") for t in range(6, 10)]
+    view = _view(CLASSIC).model_copy(update={"history": tuple(old + recent), "turn": 10})
+    brain = WindowPlannerHarry(CLASSIC, 4)
+    brain.sync(view)
+    fresh = BayesBelief(CLASSIC)
+    for record in recent:
+        fresh.update(record)
+    assert (brain.belief.marginals() == fresh.marginals()).all()
+    occ = brain.belief.occupancy()
+    assert occ["hogwarts"] == pytest.approx(occ["hogsmeade"])  # forgot the positives
+    full = PlannerHarry(CLASSIC)
+    full.sync(view)
+    assert abs(full.belief.occupancy()["hogwarts"] - occ["hogwarts"]) > 0.05
+
+
+def test_window_counts_destroyed_horcruxes_it_still_remembers() -> None:
+    hit = Observation(location="gringotts", kind="attack", outcome="destroyed")
+    history = (HarryRecord(turn=1, action=Attack(location="gringotts"), observations=(hit,)),)
+    view = _view(CLASSIC, left=2).model_copy(update={"history": history, "turn": 2})
+    brain = WindowPlannerHarry(CLASSIC, 8)
+    brain.sync(view)
+    assert brain.belief.horcruxes_left == 2
+    assert brain.belief.occupancy()["gringotts"] < 0.01  # only the hazard model's drift
+    brain = WindowPlannerHarry(CLASSIC, 1)
+    brain.sync(view.model_copy(update={"history": history}))
+    assert brain.belief.horcruxes_left == 2
+
+
+@pytest.mark.parametrize("spec", ["planner", "planner:trigger", "planner:hazard", "planner:static"])
+def test_brains_play_legal_games(spec: str) -> None:
+    for seed in range(2):
+        result = play_game(STANDARD, seed, spec, "random")
+        assert result.winner in ("harry", "voldemort")
+
+
+def test_planner_wins_most_classic_games_against_the_reference() -> None:
+    wins = sum(play_game(CLASSIC, s, "planner", "reference").winner == "harry" for s in range(30))
+    assert wins >= 18
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(Exception, match="unknown planner mode"):
+        HARRY_BRAINS.create("planner:nope", CLASSIC)

@@ -1,0 +1,365 @@
+"""The game service over the in-memory store: seats and tokens, moves, projections, AI turns
+and the local dispatcher (the same `play_ai_turn` the stream-driven Lambdas call)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from api_fixtures import leaks
+
+from horcrux import sim
+from horcrux.agents import HARRY_BRAINS
+from horcrux.errors import GameOver, NotYourTurn, UnknownBrain, UnknownLocation
+from horcrux.models import Attack, Pass, Search
+from horcrux.rules import CLASSIC
+from horcrux.service import (
+    GameService,
+    InvalidRequest,
+    MoveConflict,
+    NotOver,
+    SeatRequest,
+    SeatTaken,
+    TurnRequest,
+    Unauthorized,
+    WaitingForPlayer,
+    WrongSeat,
+    default_harry_brain,
+    project_event,
+    turn_request,
+)
+from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token
+from horcrux.store.port import GameStore, TurnEvent
+
+HUMAN = SeatRequest(kind="human")
+T0 = 1_700_000_000.0
+
+
+def ai(brain: str | None = None) -> SeatRequest:
+    return SeatRequest(kind="ai", brain=brain)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def service(store: MemoryStore) -> GameService:
+    return GameService(store)
+
+
+# ---------------------------------------------------------------- create, seats, tokens
+def test_the_creator_takes_the_first_human_seat_and_only_its_hash_is_stored(
+    service: GameService, store: MemoryStore
+) -> None:
+    created = service.create_game(HUMAN, ai(), rules="classic", seed=5)
+    assert created["seat"] == "harry" and len(created["token"]) >= 43  # 32 bytes, base64
+    snap = store.load(created["game_id"])
+    assert snap.seats["harry"].token_hash == hash_token(created["token"])
+    assert snap.seats["voldemort"].brain == "reference"
+    assert created["token"] not in repr(store.raw_items(created["game_id"]))
+    assert leaks(created) == []
+    assert created["game"]["legal"]["types"] == ["search", "attack"]
+    other = service.create_game(ai(), HUMAN)
+    assert other["seat"] == "voldemort" and other["game"]["view"]["seat"] == "voldemort"
+    assert store.load(other["game_id"]).seats["harry"].brain == default_harry_brain()
+
+
+def test_ai_vs_ai_has_no_creator_seat_and_seeds_are_drawn(service: GameService) -> None:
+    a = service.create_game(ai("naive"), ai())
+    b = service.create_game(ai("naive"), ai())
+    assert a["seat"] is None and a["token"] is None
+    sa = service.store.load(a["game_id"]).state.seed
+    sb = service.store.load(b["game_id"]).state.seed
+    assert sa != sb
+
+
+def test_default_harry_brain_is_the_planner_when_registered() -> None:
+    expected = "planner" if "planner" in HARRY_BRAINS.names(seat_only=True) else "naive"
+    assert default_harry_brain() == expected
+
+
+@pytest.mark.parametrize(
+    ("harry", "voldemort", "error", "words"),
+    [
+        (ai("oracle"), ai(), UnknownBrain, "known: "),
+        (ai(), ai("nobody"), UnknownBrain, "reference"),
+        (ai("naive:zero"), ai(), UnknownBrain, "whole number"),
+        (SeatRequest(kind="human", brain="naive"), ai(), InvalidRequest, "takes no brain"),
+    ],
+)
+def test_bad_seats_are_refused_naming_the_problem(
+    service: GameService,
+    store: MemoryStore,
+    harry: SeatRequest,
+    voldemort: SeatRequest,
+    error: type[Exception],
+    words: str,
+) -> None:
+    with pytest.raises(error, match=words):
+        service.create_game(harry, voldemort)
+    assert store.op_counts["TransactWriteItems"] == 0
+
+
+def test_join_lobby_and_taken_seats(service: GameService) -> None:
+    created = service.create_game(HUMAN, HUMAN, rules="classic", seed=1)
+    gid = created["game_id"]
+    assert [g["game_id"] for g in service.lobby()["games"]] == [gid]
+    with pytest.raises(WaitingForPlayer, match="voldemort seat is still free"):
+        service.move(gid, created["token"], Search(location="hogwarts"))
+    joined = service.join(gid, "voldemort")
+    assert joined["seat"] == "voldemort" and joined["token"] != created["token"]
+    assert service.lobby()["games"] == []
+    with pytest.raises(SeatTaken):
+        service.join(gid, "voldemort")
+    with pytest.raises(SeatTaken):
+        service.join(service.create_game(HUMAN, ai())["game_id"], "voldemort")
+    with pytest.raises(NotFound):
+        service.join("no-such-game", "harry")
+
+
+def test_tokens_authenticate_only_their_own_game(service: GameService) -> None:
+    one = service.create_game(HUMAN, ai(), seed=1)
+    two = service.create_game(HUMAN, ai(), seed=1)
+    assert service.game(one["game_id"], one["token"])["your_seat"] == "harry"
+    assert service.game(one["game_id"], None)["your_seat"] is None
+    for token in (two["token"], "", "x" * 300, one["token"] + "x"):
+        with pytest.raises(Unauthorized):
+            service.game(one["game_id"], token)
+
+
+# ---------------------------------------------------------------- moves
+def test_moves_are_checked_before_anything_is_written(
+    service: GameService, store: MemoryStore
+) -> None:
+    created = service.create_game(HUMAN, ai(), rules="classic", seed=2)
+    gid, token = created["game_id"], created["token"]
+    before = store.raw_items(gid)
+    with pytest.raises(Unauthorized):
+        service.move(gid, None, Search(location="hogwarts"))
+    with pytest.raises(UnknownLocation, match="'atlantis'"):
+        service.move(gid, token, Search(location="atlantis"))
+    with pytest.raises(WrongSeat, match="voldemort action"):
+        service.move(gid, token, Pass())
+    assert store.raw_items(gid) == before
+    moved = service.move(gid, token, Search(location="hogwarts"))
+    assert moved["event"]["type"] == "harry_moved" and moved["game"]["to_move"] == "voldemort"
+    with pytest.raises(NotYourTurn) as info:
+        service.move(gid, token, Search(location="hogwarts"))
+    assert info.value.expected == "voldemort"
+
+
+def test_two_concurrent_moves_one_wins_the_other_conflicts(store: MemoryStore) -> None:
+    service = GameService(store)
+    created = service.create_game(HUMAN, ai(), rules="classic", seed=3)
+    gid, token = created["game_id"], created["token"]
+    barrier = threading.Barrier(2)
+    real_load = store.load
+
+    def load(game_id: str) -> GameSnapshot:
+        snap = real_load(game_id)
+        barrier.wait(timeout=5)  # both read version 0 before either commits
+        return snap
+
+    store.load = load  # type: ignore[method-assign]
+    results: list[Any] = []
+
+    def play(loc: str) -> None:
+        try:
+            results.append(service.move(gid, token, Search(location=loc)))
+        except MoveConflict as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=play, args=(loc,)) for loc in ("hogwarts", "azkaban")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.load = real_load  # type: ignore[method-assign]
+    wins = [r for r in results if isinstance(r, dict)]
+    conflicts = [r for r in results if isinstance(r, MoveConflict)]
+    assert len(wins) == 1 and len(conflicts) == 1
+    assert conflicts[0].details["game"]["version"] == 1
+    seqs = [e.seq for e in store.events(gid).events]
+    assert seqs == [0, 1]
+
+
+# ---------------------------------------------------------------- projections
+def test_events_are_projected_per_seat_while_running_and_released_at_the_end(
+    store: MemoryStore,
+) -> None:
+    service = GameService(store)
+    created = service.create_game(HUMAN, HUMAN, rules="classic", seed=4)
+    gid, harry = created["game_id"], created["token"]
+    voldemort = service.join(gid, "voldemort")["token"]
+    service.move(gid, harry, Search(location="hogwarts"))
+    service.move(gid, voldemort, Pass())
+    service.move(gid, harry, Search(location="azkaban"))
+    for token in (harry, None):
+        page = service.events(gid, token)
+        assert [e["type"] for e in page["events"]] == ["game_started", "harry_moved", "harry_moved"]
+        assert leaks(page) == []
+    mine = service.events(gid, voldemort)["events"]
+    kinds = ["game_started", "harry_moved", "voldemort_moved", "harry_moved"]
+    assert [e["type"] for e in mine] == kinds
+    assert "seed" not in mine[0] and mine[0]["horcruxes"]
+    paged = service.events(gid, harry, after=0, limit=1)
+    assert [e["seq"] for e in paged["events"]] == [1] and paged["next_after"] == 1
+    hidden = service.events(gid, harry, after=1, limit=1)
+    assert hidden["events"] == [] and hidden["next_after"] == 2  # Voldemort's move: skipped
+    with pytest.raises(NotOver):
+        service.replay(gid)
+    for _ in range(CLASSIC.attacks):  # attack until the game ends
+        snap = store.load(gid)
+        if snap.state.over:
+            break
+        if snap.state.phase == "voldemort":
+            service.move(gid, voldemort, Pass())
+        service.move(gid, harry, Attack(location="the-burrow"))
+    assert store.load(gid).state.over
+    after = service.events(gid, None)["events"]
+    assert after[0]["seed"] == 4 and "voldemort_moved" in {e["type"] for e in after}
+    assert service.replay(gid)["replay"]["seed"] == 4
+
+
+def test_project_event_hides_voldemort_from_harry(store: MemoryStore) -> None:
+    service = GameService(store)
+    created = service.create_game(HUMAN, ai(), rules="classic", seed=6)
+    service.move(created["game_id"], created["token"], Search(location="hogwarts"))
+    service.dispatch(created["game_id"])
+    started, harry, voldemort = store.events(created["game_id"]).events[:3]
+    assert project_event(voldemort, "harry", over=False) is None
+    assert project_event(voldemort, None, over=False) is None
+    assert project_event(voldemort, "voldemort", over=False) is not None
+    assert set(project_event(started, "harry", over=False) or {}) == {
+        "type",
+        "seq",
+        "turn",
+        "rules",
+    }
+    assert project_event(harry, None, over=False) == harry.model_dump(mode="json")
+
+
+# ---------------------------------------------------------------- AI turns
+@pytest.mark.parametrize("harry", ["naive", "planner"])
+def test_dispatch_plays_an_ai_game_exactly_as_the_simulator(store: MemoryStore, harry: str) -> None:
+    if harry not in HARRY_BRAINS.names(seat_only=True):
+        pytest.skip(f"{harry} is not registered")
+    service = GameService(store)
+    created = service.create_game(ai(harry), ai("reference"), rules="classic", seed=11)
+    outcomes = service.dispatch(created["game_id"])
+    snap = store.load(created["game_id"])
+    expected = sim.play_game(CLASSIC, 11, harry, "reference")
+    assert snap.state.over and all(o.status == "played" for o in outcomes)
+    assert (snap.state.winner, snap.state.turn) == (expected.winner, expected.turns)
+    assert len(outcomes) == snap.state.seq  # one turn per event, none twice
+    if harry == "planner":  # its Layer-2 state is restored each turn and a point recorded
+        assert snap.beliefs["harry"]
+        turns = [p.turn for p in snap.belief_history]
+        assert turns == list(range(1, expected.turns + 1))[-len(turns) :]
+        assert all(len(p.top) == 3 for p in snap.belief_history)
+
+
+def test_inline_dispatch_answers_with_the_ai_reply_already_played(store: MemoryStore) -> None:
+    service = GameService(store, inline_ai=True)
+    created = service.create_game(ai("naive"), HUMAN, rules="classic", seed=8)
+    assert created["game"]["to_move"] == "voldemort" and created["game"]["turn"] == 1
+    moved = service.move(created["game_id"], created["token"], Pass())
+    assert moved["game"]["to_move"] == "voldemort" and moved["game"]["turn"] == 2
+
+
+def test_a_stale_or_foreign_turn_request_writes_nothing(
+    service: GameService, store: MemoryStore
+) -> None:
+    created = service.create_game(ai("naive"), ai(), rules="classic", seed=9)
+    gid = created["game_id"]
+    assert service.play_ai_turn(gid, "harry", 0).status == "played"
+    before = store.raw_items(gid)
+    assert service.play_ai_turn(gid, "harry", 0).status == "skipped"  # a stream retry
+    assert service.play_ai_turn(gid, "harry", 1).status == "skipped"  # not harry's turn
+    assert service.play_ai_turn(gid, "voldemort", 7).status == "skipped"
+    assert service.play_ai_turn("gone", "harry", 0).status == "gone"
+    assert store.raw_items(gid) == before
+    assert service.play_ai_turn(gid, "voldemort", 1).status == "played"
+    after_two = store.raw_items(gid)
+    assert service.play_ai_turn(gid, "harry", 0).status == "skipped"  # harry's turn, stale seq
+    assert store.raw_items(gid) == after_two
+
+
+def test_a_turn_that_loses_the_race_does_nothing(store: MemoryStore) -> None:
+    class Racing:
+        """Lets another writer commit the same turn between the read and the write."""
+
+        def __init__(self, inner: MemoryStore) -> None:
+            self.inner = inner
+            self.raced = False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def commit_turn(
+            self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+        ) -> GameSnapshot:
+            if not self.raced:
+                self.raced = True
+                self.inner.commit_turn(expected_version, snapshot, event)
+            return self.inner.commit_turn(expected_version, snapshot, event)
+
+    racing: GameStore = Racing(store)  # type: ignore[assignment]
+    service = GameService(racing)
+    gid = service.create_game(ai("naive"), ai(), rules="classic", seed=9)["game_id"]
+    outcome = service.play_ai_turn(gid, "harry", 0)
+    assert outcome.status == "lost_race"
+    assert [e.seq for e in store.events(gid).events] == [0, 1]
+
+
+def test_a_conflict_while_busy_is_raised_for_a_retry(store: MemoryStore) -> None:
+    service = GameService(store)
+    gid = service.create_game(ai("naive"), ai(), rules="classic", seed=9)["game_id"]
+
+    def busy(*args: Any) -> GameSnapshot:
+        raise Conflict("busy", reason="busy")
+
+    store.commit_turn = busy  # type: ignore[method-assign,assignment]
+    with pytest.raises(Conflict):
+        service.play_ai_turn(gid, "harry", 0)
+
+
+def test_turn_requests_parse_both_image_forms() -> None:
+    low = {"pk": {"S": "GAME#abc"}, "seq": {"N": "4"}, "next_ai": {"S": "voldemort"}}
+    from decimal import Decimal
+
+    high = {"pk": "GAME#abc", "seq": Decimal(4), "next_ai": "voldemort"}
+    assert turn_request(low) == turn_request(high) == TurnRequest("abc", 4, "voldemort")
+    assert turn_request({"pk": {"S": "GAME#abc"}, "seq": {"N": "4"}}) is None
+    with pytest.raises(ValueError):
+        turn_request({"pk": {"S": "NOPE"}, "seq": {"N": "4"}, "next_ai": {"S": "harry"}})
+
+
+def test_expired_games_are_not_found_and_moves_after_the_end_conflict() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    service = GameService(store, clock=clock, ttl_seconds=60)
+    created = service.create_game(HUMAN, ai(), rules="classic", seed=1)
+    gid, token = created["game_id"], created["token"]
+    for loc in CLASSIC.locations[: CLASSIC.attacks]:
+        if store.load(gid).state.over:
+            break
+        service.move(gid, token, Attack(location=loc))
+        service.dispatch(gid)
+    assert store.load(gid).state.over
+    with pytest.raises(GameOver):
+        service.move(gid, token, Search(location="hogwarts"))
+    clock.now += 61
+    with pytest.raises(NotFound):
+        service.game(gid, token)

@@ -1,0 +1,168 @@
+"""The AI-turn Lambdas (lambdas/{harry,voldemort}_turn/handler.py): DynamoDB-stream batches
+built from events/stream_*.json, against moto; partial batch failures; idempotent retries."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from api_fixtures import (
+    ROOT,
+    FakeContext,
+    StreamPump,
+    load_handler,
+    moto_tables,
+    sample,
+    set_aws_env,
+    stream_matches,
+    stream_record,
+)
+
+from horcrux.api.turns import filter_pattern
+from horcrux.models import Search
+from horcrux.service import GameService, SeatRequest
+from horcrux.store import DynamoDbStore
+
+AI = SeatRequest(kind="ai")
+HUMAN = SeatRequest(kind="human")
+
+
+def naive() -> SeatRequest:
+    return SeatRequest(kind="ai", brain="naive")
+
+
+@pytest.fixture
+def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
+    yield from moto_tables(monkeypatch)
+
+
+def batch(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+def test_the_samples_match_only_their_own_functions_filter() -> None:
+    harry = sample("stream_harry_turn.json")["Records"][0]
+    voldemort = sample("stream_voldemort_turn.json")["Records"][0]
+    assert stream_matches(harry, filter_pattern("harry"))
+    assert not stream_matches(harry, filter_pattern("voldemort"))
+    assert stream_matches(voldemort, filter_pattern("voldemort"))
+    ended = copy.deepcopy(harry)
+    del ended["dynamodb"]["NewImage"]["next_ai"]
+    assert not stream_matches(ended, filter_pattern("harry"))
+
+
+def test_a_record_plays_one_turn_and_its_retry_is_a_no_op(dynamo: DynamoDbStore) -> None:
+    service = GameService(dynamo)
+    gid = service.create_game(naive(), HUMAN, rules="classic", seed=3)["game_id"]
+    handler = load_handler("harry_turn")
+    record = stream_record(gid, 0, "harry")
+    assert handler.lambda_handler(batch(record), FakeContext()) == {"batchItemFailures": []}
+    snap = dynamo.load(gid)
+    assert (snap.state.seq, snap.state.phase, snap.version) == (1, "voldemort", 1)
+    before = dynamo.raw_items(gid)
+    again = handler.lambda_handler(batch(record), FakeContext())  # the stream's retry
+    assert again == {"batchItemFailures": []}
+    assert dynamo.raw_items(gid) == before
+
+
+def test_the_voldemort_function_answers_a_persons_move(dynamo: DynamoDbStore) -> None:
+    service = GameService(dynamo)
+    created = service.create_game(HUMAN, AI, rules="standard", seed=4)
+    gid = created["game_id"]
+    service.move(gid, created["token"], Search(location="hogwarts"))
+    items = dynamo.raw_items(gid)
+    assert items[-1]["next_ai"] == {"S": "voldemort"} and "next_ai" not in items[1]
+    handler = load_handler("voldemort_turn")
+    response = handler.lambda_handler(batch(stream_record(gid, 1, "voldemort")), FakeContext())
+    assert response == {"batchItemFailures": []}
+    snap = dynamo.load(gid)
+    assert (snap.state.seq, snap.state.phase, snap.turn) == (2, "harry", 2)
+    assert "next_ai" not in dynamo.raw_items(gid)[-1]  # a person moves next
+
+
+def test_records_for_another_seat_or_a_gone_game_do_nothing(dynamo: DynamoDbStore) -> None:
+    service = GameService(dynamo)
+    gid = service.create_game(naive(), HUMAN, rules="classic", seed=3)["game_id"]
+    before = dynamo.raw_items(gid)
+    harry = load_handler("harry_turn")
+    voldemort = load_handler("voldemort_turn")
+    foreign = stream_record(gid, 0, "harry")
+    assert voldemort.lambda_handler(batch(foreign), FakeContext()) == {"batchItemFailures": []}
+    unchanged = sample("stream_harry_turn.json")  # its game id exists nowhere: "gone"
+    assert harry.lambda_handler(unchanged, FakeContext()) == {"batchItemFailures": []}
+    assert dynamo.raw_items(gid) == before
+
+
+def test_a_bad_record_fails_alone_and_a_short_deadline_is_retried(
+    dynamo: DynamoDbStore,
+) -> None:
+    service = GameService(dynamo)
+    one = service.create_game(naive(), HUMAN, rules="classic", seed=3)["game_id"]
+    two = service.create_game(naive(), HUMAN, rules="classic", seed=4)["game_id"]
+    handler = load_handler("harry_turn")
+    broken = stream_record(one, 0, "harry", n=1)
+    broken["dynamodb"]["NewImage"]["pk"] = {"S": "NOT-A-GAME"}
+    good = stream_record(two, 0, "harry", n=2)
+    response = handler.lambda_handler(batch(broken, good), FakeContext())
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": broken["dynamodb"]["SequenceNumber"]}]
+    }
+    assert dynamo.load(two).state.seq == 1 and dynamo.load(one).state.seq == 0
+    hurried = handler.lambda_handler(
+        batch(stream_record(one, 0, "harry", n=3)), FakeContext(remaining_ms=2100)
+    )
+    assert len(hurried["batchItemFailures"]) == 1
+    assert dynamo.load(one).state.seq == 0  # nothing written: the stream retries it
+
+
+def test_an_ai_game_runs_to_its_end_on_the_stream_and_keeps_harrys_belief(
+    dynamo: DynamoDbStore,
+) -> None:
+    service = GameService(dynamo)
+    gid = service.create_game(
+        SeatRequest(kind="ai", brain="planner"), AI, rules="classic", seed=12
+    )["game_id"]
+    pump = StreamPump(
+        dynamo,
+        {"harry": load_handler("harry_turn"), "voldemort": load_handler("voldemort_turn")},
+    )
+    pump.pump()
+    snap = dynamo.load(gid)
+    assert snap.state.over
+    seqs = [int(i["seq"]["N"]) for i in dynamo.raw_items(gid)[1:]]
+    assert seqs == list(range(snap.state.seq + 1))  # no gap, no duplicate
+    replay = service.replay(gid)
+    history = replay["belief_history"]
+    assert history and history[-1]["turn"] == snap.state.turn
+    assert all(len(p["top"]) == 3 and p["entropy"] >= 0 for p in history)
+    assert snap.beliefs["harry"]  # the planner's snapshot, restored at every turn
+    replay = StreamPump(dynamo, pump.handlers)  # the whole stream again, from its start
+    assert replay.pump() >= 1
+    assert dynamo.load(gid) == snap
+
+
+@pytest.mark.parametrize("name", ["api", "harry_turn", "voldemort_turn"])
+def test_each_handler_imports_with_only_the_layer_and_boto3(
+    name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_aws_env(monkeypatch)
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
+        "import handler\n"
+        "store = getattr(handler, 'store', None) or handler.service.store\n"
+        "assert store._client is None, 'a client was built at import'\n"
+        "assert callable(handler.lambda_handler)\n"
+        "assert not [m for m in sys.modules if m.startswith(('tests', 'api_fixtures', 'moto'))]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "shared"), str(ROOT / "lambdas" / name)],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
