@@ -27,7 +27,6 @@ from fake_anthropic import (
 from horcrux import engine, sim
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.base import HarryMove
-from horcrux.agents.harry_baselines import NaiveHarry
 from horcrux.agents.legal import harry_tool_schema, voldemort_tool_schema
 from horcrux.agents.llm import (
     LLMConfig,
@@ -37,8 +36,12 @@ from horcrux.agents.llm import (
     Price,
     render_harry_view,
 )
+from horcrux.agents.planner import PlannerHarry
 from horcrux.agents.voldemort import ReferenceVoldemort
+from horcrux.belief.bayes import BayesBelief
 from horcrux.errors import HorcruxError
+from horcrux.memory.context import build_context, render_compressed
+from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import (
     GameStarted,
     HarryMoved,
@@ -156,9 +159,28 @@ def test_tool_use_is_parsed_and_the_request_is_what_we_built(fake: FakeAnthropic
     assert stats["cost_usd"] == pytest.approx(((321 + 120) * 3.0 + (17 + 30) * 15.0) / 1e6)
 
 
-def test_default_context_is_a_short_rendering_of_the_view(fake: FakeAnthropic) -> None:
+def test_default_context_is_the_l1_working_memory_of_the_planners_map(
+    fake: FakeAnthropic,
+) -> None:
     fake.script(tool_reply(search("hogwarts")))
     brain = LLMHarry(CLASSIC, client=sdk(fake), config=PRICED)
+    assert isinstance(brain.fallback, PlannerHarry)
+    state = make_state(CLASSIC)
+    state, _ = engine.apply(state, Search(location="azkaban"))
+    state, _ = engine.apply(state, PlantDecoy(location="hogsmeade"))
+    view = harry_view(state)
+    brain.decide(view, random.Random(0))
+    prompt = fake.requests[0].prompt
+    belief = BayesBelief(CLASSIC)
+    belief.update(view.history[0])
+    assert prompt == render_compressed(build_context(view, belief))
+    assert estimate_tokens(prompt) <= 64
+    assert brain.decisions[-1].tier == "compressed"
+
+
+def test_a_short_rendering_of_the_view_is_available(fake: FakeAnthropic) -> None:
+    fake.script(tool_reply(search("hogwarts")))
+    brain = LLMHarry(CLASSIC, client=sdk(fake), config=PRICED, context_provider=render_harry_view)
     state = make_state(CLASSIC)
     state, _ = engine.apply(state, Search(location="azkaban"))
     state, _ = engine.apply(state, PlantDecoy(location="hogsmeade"))
@@ -244,12 +266,12 @@ def test_connection_refused_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     assert brain.decisions[-1].fallback_reason == "connection"
 
 
-def test_default_fallback_is_naive_and_gets_the_same_rng(fake: FakeAnthropic) -> None:
+def test_default_fallback_is_the_planner_and_gets_the_same_rng(fake: FakeAnthropic) -> None:
     fake.script(text_reply())
     brain = LLMHarry(STANDARD, client=sdk(fake), config=PRICED, deadline_s=DEADLINE)
-    assert isinstance(brain.fallback, NaiveHarry)
+    assert isinstance(brain.fallback, PlannerHarry)
     view = harry_view(make_state(STANDARD))
-    expected = NaiveHarry().decide(view, random.Random(42))
+    expected = PlannerHarry(STANDARD).decide(view, random.Random(42))
     assert brain.decide(view, random.Random(42)) == expected
 
 

@@ -70,16 +70,33 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     decisions = summary.get("decisions")
     if decisions:
-        shares = ", ".join(f"{t} {s:.0%}" for t, s in decisions.get("tier_shares", {}).items())
-        lines.append(f"  decisions by tier   {shares}")
-        if decisions.get("context_tokens_median") is not None:
+        shares = ", ".join(f"{t} {s:.0%}" for t, s in decisions["tier_shares"].items())
+        lines.append(f"  decisions by tier   {shares} ({decisions['count']} decisions)")
+        per_tier = "; ".join(
+            f"{t} {_num(v['context_tokens_median'])}/{_num(v['context_tokens_p95'])}"
+            for t, v in decisions["tiers"].items()
+            if v["count"]
+        )
+        lines.append(
+            f"  context tokens      median {_num(decisions['context_tokens_median'])}, "
+            f"p95 {_num(decisions['context_tokens_p95'])} (by tier, median/p95: {per_tier})"
+        )
+        tokens = decisions["tokens"]
+        if tokens["total"]:
             lines.append(
-                f"  context tokens      median {decisions['context_tokens_median']:.0f}, "
-                f"p95 {decisions['context_tokens_p95']:.0f}"
+                f"  LLM tokens          in {tokens['in']}, out {tokens['out']}; "
+                f"cost ${decisions['cost_usd']:.4f} (${decisions['cost_per_game_usd']:.5f}/game)"
             )
-        for note in decisions.get("notes", []):
+        if decisions["fallbacks"]:
+            fb = ", ".join(f"{k} {v}" for k, v in decisions["fallbacks"].items())
+            lines.append(f"  fallbacks           {fb}")
+        for note in decisions["notes"]:
             lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

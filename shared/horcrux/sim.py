@@ -15,6 +15,7 @@ from typing import Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.decision import DecisionRecord
 from horcrux.models import GameStarted, GameState, HarryMoved, VoldemortMoved
 from horcrux.rules import RuleSet
 from horcrux.views import harry_view, voldemort_view
@@ -32,6 +33,7 @@ class GameResult:
     wasted_decoy: int
     wasted_empty: int
     brain_stats: dict[str, Any] = field(default_factory=dict)
+    decisions: list[DecisionRecord] = field(default_factory=list)
     events: list[GameStarted | HarryMoved | VoldemortMoved] | None = None
 
 
@@ -79,6 +81,7 @@ def play_game(
         wasted_decoy=wasted["decoy"],
         wasted_empty=wasted["empty"],
         brain_stats=stats_fn() if callable(stats_fn) else {},
+        decisions=list(getattr(harry_brain, "decisions", [])),
         events=events if keep_events else None,
     )
 
@@ -120,7 +123,7 @@ def summarise(
     win_turns = [r.turns for r in results if r.winner == "harry"]
     decoy = sum(r.wasted_decoy for r in results)
     empty = sum(r.wasted_empty for r in results)
-    return {
+    summary: dict[str, Any] = {
         "harry": harry,
         "voldemort": voldemort,
         "rules": rules,
@@ -137,4 +140,30 @@ def summarise(
             "total": decoy + empty,
             "per_game": (decoy + empty) / n if n else 0.0,
         },
+    }
+    records = [d for r in results for d in r.decisions]
+    if records:
+        summary["decisions"] = summarise_decisions(results)
+    return summary
+
+
+def summarise_decisions(results: list[GameResult]) -> dict[str, Any]:
+    """Per-tier decision shares, context tokens, tokens and cost over every game's decisions."""
+    from horcrux.memory.gate import DecisionLog
+
+    log = DecisionLog(d for r in results for d in r.decisions).summary()
+    notes = sorted({note for r in results for note in r.brain_stats.get("notes", [])})
+    return {
+        "count": log["decisions"],
+        "tier_shares": {t: v["share"] for t, v in log["tiers"].items() if v["count"]},
+        "context_tokens_median": log["context_tokens"]["median"],
+        "context_tokens_p95": log["context_tokens"]["p95"],
+        "tiers": log["tiers"],
+        "tokens": log["tokens"],
+        "cost_usd": log["cost_usd"],
+        "cost_per_game_usd": log["cost_usd"] / len(results) if results else 0.0,
+        "latency_ms": log["latency_ms"],
+        "sources": log["sources"],
+        "fallbacks": log["fallbacks"],
+        "notes": notes,
     }

@@ -28,7 +28,6 @@ imported when the first client is built, lazily, once per brain.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 import time
@@ -59,6 +58,7 @@ from horcrux.agents.legal import (
 )
 from horcrux.agents.voldemort import public_evidence
 from horcrux.errors import HorcruxError, IllegalAction
+from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet
 from horcrux.views import HarryView, VoldemortView
@@ -224,10 +224,6 @@ class _Reply:
     tokens_out: int = 0
     failure: FallbackReason | None = None
     detail: str = ""
-
-
-def _estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
 
 
 def _resolve_deadline(deadline: Deadline | None, default: float) -> float:
@@ -452,7 +448,7 @@ class _LLMBrain(Generic[V, M]):
                 source="llm" if reason is None else "fallback",
                 tokens_in=reply.tokens_in,
                 tokens_out=reply.tokens_out,
-                context_tokens=_estimate_tokens(prompt),
+                context_tokens=estimate_tokens(prompt),
                 latency_ms=(time.monotonic() - start) * 1000.0,
                 cost_usd=self.config.cost(reply.tokens_in, reply.tokens_out),
                 fallback_reason=reason,
@@ -479,7 +475,12 @@ class _LLMBrain(Generic[V, M]):
 
 
 class LLMHarry(_LLMBrain[HarryView, HarryMove]):
-    """Harry played by Claude; any failure plays the fallback brain's move instead."""
+    """Harry played by Claude; any failure plays the fallback brain's move instead.
+
+    By default the fallback is the `planner` and the prompt is the L1 working memory
+    (`tier`, default `compressed`) rendered from the planner's own Bayes map, so the LLM
+    sees ~55 tokens of computed belief, never the raw log (unless `tier="narrative"`).
+    """
 
     def __init__(
         self,
@@ -492,7 +493,7 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
         base_url: str | None = None,
         api_key: str | None = None,
         deadline_s: Deadline | None = None,
-        tier: Tier = "narrative",
+        tier: Tier = "compressed",
     ) -> None:
         config = config or LLMConfig()
         llm = LLMClient(
@@ -502,10 +503,12 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
             api_key=api_key,
             refusal_hint="use the planner brain (or naive)",
         )
-        self.fallback: HarryBrain = fallback or HARRY_BRAINS.create("naive", rules)
+        self.fallback: HarryBrain = fallback or HARRY_BRAINS.create("planner", rules)
+        if context_provider is None:
+            context_provider = _working_memory(self.fallback, tier) or render_harry_view
         super().__init__(
             system=harry_system_prompt(rules),
-            context_provider=context_provider or render_harry_view,
+            context_provider=context_provider,
             fallback=self.fallback.decide,
             tool_schema=harry_tool_schema,
             parse=parse_harry_move,
@@ -519,6 +522,14 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
     ) -> HarryMove:
         """Harry's move; `deadline_s` (seconds, or a callable) overrides the brain's."""
         return self._decide(view, rng, deadline_s)
+
+
+def _working_memory(brain: HarryBrain, tier: Tier) -> HarryContextProvider | None:
+    """The L1 context over `brain`'s Bayes map when it is a planner, else None."""
+    from horcrux.agents.gated import WorkingMemory
+    from horcrux.agents.planner import PlannerHarry
+
+    return WorkingMemory(brain, tier) if isinstance(brain, PlannerHarry) else None
 
 
 class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):

@@ -1,0 +1,187 @@
+"""The article's design: an entropy gate in front of a zero-token planner and an LLM.
+
+Every decision starts in Layer 2: the planner folds Harry's new observations into its
+exact Bayes map. The gate (`horcrux.memory.gate`) then measures how unsure that map is and
+picks the memory tier the decision deserves:
+
+- `zero`: the planner decides, no token spent (with probability epsilon the gate
+  explores instead: a search of a location other than the most likely one);
+- `compressed` / `full`: the LLM decides from the tier's context (the ~55-token L1
+  working memory, or the 200-500-token richer one), the planner's move being the
+  fallback for any failure (illegal, unparsable, timeout, 429, 5xx).
+
+Without an Anthropic key (or an injected client) the gate still routes and renders
+every context, so the tier shares and token counts are real, but the planner decides in
+every tier; each such decision is recorded with fallback reason `no_key` and `stats()`
+says so in its notes. The LLM consumes memory, never produces it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
+from horcrux.agents.decision import DecisionRecord, Tier
+from horcrux.agents.llm import Deadline, LLMHarry
+from horcrux.agents.planner import PlannerHarry
+from horcrux.memory.context import render_tier
+from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target
+from horcrux.memory.tokens import estimate_tokens
+from horcrux.models import Search
+from horcrux.rules import RuleSet
+from horcrux.views import HarryView
+
+NO_KEY_NOTE = "no ANTHROPIC_API_KEY: the planner decided in every tier (contexts still rendered)"
+
+
+class WorkingMemory:
+    """A context provider: the tier's L1 rendering of a planner's (synced) Bayes map.
+
+    The map is the planner's own, brought up to date from the view before rendering, so
+    the LLM and its fallback always reason from the same Layer 2 state.
+    """
+
+    def __init__(
+        self, planner: PlannerHarry, tier: Tier = "compressed", memory_line: str | None = None
+    ) -> None:
+        self.planner = planner
+        self.tier: Tier = tier
+        self.memory_line = memory_line
+
+    def __call__(self, view: HarryView) -> str:
+        self.planner.sync(view)
+        return render_tier(self.tier, view, self.planner.belief, memory_line=self.memory_line)
+
+
+class GatedHarry:
+    """Gate -> planner (zero tier) or LLM with the tier's context (other tiers)."""
+
+    name = "gated"
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        *,
+        planner: PlannerHarry | None = None,
+        gate: EntropyGate | None = None,
+        llm: LLMHarry | None = None,
+        memory_line: str | None = None,
+    ) -> None:
+        self.rules = rules
+        self.planner = planner or PlannerHarry(rules)
+        self.gate = gate or EntropyGate.from_env()
+        self.memory = WorkingMemory(self.planner, "compressed", memory_line)
+        self.llm = llm
+        if llm is not None:
+            llm.context_provider = self.memory
+        self.decisions: list[DecisionRecord] = []
+
+    @property
+    def belief(self) -> Any:
+        return self.planner.belief
+
+    def decide(
+        self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None
+    ) -> HarryMove:
+        start = time.perf_counter()
+        self.planner.sync(view)
+        belief = self.planner.belief
+        occupancy = belief.occupancy()
+        route = self.gate.route(occupancy, belief.horcruxes_left, rng)
+        if route.tier == "zero":
+            if route.explore:
+                move: HarryMove = Search(location=exploration_target(occupancy, rng))
+                source: Any = "explore"
+            else:
+                move, source = self.planner.choose(view).move, "planner"
+            self._record(view.turn, "zero", source, start)
+            return move
+        self.memory.tier = route.tier
+        if self.llm is None:
+            prompt = self.memory(view)
+            move = self.planner.choose(view).move
+            self._record(
+                view.turn,
+                route.tier,
+                "planner",
+                start,
+                context_tokens=estimate_tokens(prompt),
+                no_key=True,
+            )
+            return move
+        self.llm.tier = route.tier
+        move = self.llm.decide(view, rng, deadline_s=deadline_s)
+        self.decisions.append(self.llm.decisions[-1])
+        return move
+
+    def _record(
+        self,
+        turn: int,
+        tier: Tier,
+        source: Any,
+        start: float,
+        *,
+        context_tokens: int = 0,
+        no_key: bool = False,
+    ) -> None:
+        self.decisions.append(
+            DecisionRecord(
+                turn=turn,
+                tier=tier,
+                source=source,
+                context_tokens=context_tokens,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
+                fallback_reason="no_key" if no_key else None,
+            )
+        )
+
+    def stats(self) -> dict[str, Any]:
+        summary = DecisionLog(self.decisions).summary()
+        notes = [] if self.llm is not None else [NO_KEY_NOTE]
+        return {"brain": self.name, "llm": self.llm is not None, "notes": notes, **summary}
+
+
+def _has_key(options: BrainOptions) -> bool:
+    s = options.settings
+    return bool(s.get("client") or s.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
+
+
+def make_gated(
+    options: BrainOptions, *, llm_factory: Callable[[BrainOptions], LLMHarry] | None = None
+) -> GatedHarry:
+    """A gated Harry; with a key (or an injected client) its upper tiers call the LLM."""
+    planner = PlannerHarry(options.rules)
+    gate = options.settings.get("gate")
+    if gate is not None and not isinstance(gate, EntropyGate):
+        gate = EntropyGate(GateConfig.model_validate(gate))
+    llm: LLMHarry | None = None
+    if _has_key(options):
+        settings = {**options.settings, "fallback": planner}
+        llm_options = BrainOptions(options.rules, options.param, options.truth, settings)
+        factory = llm_factory or _llm_from_registry
+        llm = factory(llm_options)
+    return GatedHarry(
+        options.rules,
+        planner=planner,
+        gate=gate,
+        llm=llm,
+        memory_line=options.settings.get("memory_line"),
+    )
+
+
+def _llm_from_registry(options: BrainOptions) -> LLMHarry:
+    entry, _ = HARRY_BRAINS.entry("llm")
+    brain = entry.factory(options)
+    assert isinstance(brain, LLMHarry)
+    return brain
+
+
+@HARRY_BRAINS.register(
+    "gated", description="entropy gate: planner when sure, LLM with L1 memory otherwise"
+)
+def _gated(options: BrainOptions) -> GatedHarry:
+    return make_gated(options)
