@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 
 import anthropic
@@ -13,9 +14,10 @@ from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.gated import NO_KEY_NOTE, GatedHarry
 from horcrux.agents.llm import LLMConfig, Price
 from horcrux.agents.planner import PlannerHarry
+from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
-from horcrux.sim import play_game
+from horcrux.sim import play_game, run_games
 from horcrux.views import harry_view, voldemort_view
 
 PRICED = LLMConfig(
@@ -147,3 +149,36 @@ def test_simulate_reports_tiers_for_gated() -> None:
     assert result.brain_stats["notes"] == [NO_KEY_NOTE]
     shares = [t["share"] for t in result.brain_stats["tiers"].values()]
     assert sum(shares) == pytest.approx(1.0)
+
+
+def test_l1_context_is_within_budget_at_every_turn_of_200_games(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HORCRUX_GATE_FORCE", "compressed")  # render L1 at every decision
+    tokens: list[int] = []
+    for result in run_games(CLASSIC, "gated", "reference", 200, 1000):
+        assert {d.tier for d in result.decisions} == {"compressed"}
+        tokens.extend(d.context_tokens for d in result.decisions)
+    assert len(tokens) > 200 * 20
+    assert statistics.median(tokens) <= 55
+    assert max(tokens) <= 64
+
+
+def test_l1_context_is_97_percent_smaller_than_the_narrative_at_turn_40() -> None:
+    ratios = []
+    for seed in range(40):
+        result = play_game(CLASSIC, seed, "naive", "reference", keep_events=True)
+        assert result.events is not None
+        state, _ = engine.new_game(CLASSIC, seed)
+        planner = PlannerHarry(CLASSIC)
+        for event in result.events[1:]:
+            if state.phase == "harry" and state.turn == 40:
+                view = harry_view(state)
+                planner.sync(view)
+                compressed = estimate_tokens(render_tier("compressed", view, planner.belief))
+                narrative = estimate_tokens(render_tier("narrative", view, planner.belief))
+                ratios.append(1 - compressed / narrative)
+                break
+            state, _ = engine.apply(state, event.action)  # type: ignore[union-attr]
+    assert len(ratios) >= 10
+    assert statistics.median(ratios) >= 0.97
