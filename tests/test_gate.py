@@ -9,7 +9,7 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from horcrux.agents.decision import DecisionRecord
+from horcrux.decisions import DecisionRecord
 from horcrux.memory import (
     MEASURES,
     DecisionLog,

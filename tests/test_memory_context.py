@@ -30,6 +30,7 @@ from horcrux.memory import (
     render_tier,
     resolve_location,
 )
+from horcrux.memory.gate import gate_measure
 from horcrux.models import Ally, Attack, GameState, HarryMoved, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, LOCATIONS, STANDARD, RuleSet
 from horcrux.sim import play_game
@@ -295,7 +296,7 @@ def test_build_context_reads_view_and_map() -> None:
     assert ctx.ally_rests == {"hermione": 2, "dumbledore": 5}
     assert [loc for loc, _ in ctx.top] == [loc for loc, _ in belief.top(3)]
     assert all(p == round(p, 2) for _, p in ctx.top)
-    assert ctx.entropy == round(belief.entropy(), 1)
+    assert ctx.entropy == round(gate_measure(belief.occupancy(), belief.horcruxes_left), 1)
     a, b = LOCATIONS[24 % 15], LOCATIONS[(3 * 24 + 1) % 15]
     assert ctx.last_signal == f"positive @ {a}, negative @ {b}"
     assert build_context(view, belief) == ctx  # pure: same inputs, same context

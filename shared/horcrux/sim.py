@@ -15,7 +15,7 @@ from typing import Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.agents.decision import DecisionRecord
+from horcrux.decisions import DecisionRecord
 from horcrux.models import GameStarted, GameState, HarryMoved, VoldemortMoved
 from horcrux.rules import RuleSet
 from horcrux.views import harry_view, voldemort_view

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
-from horcrux.agents.decision import DecisionRecord, Tier
 from horcrux.agents.llm import Deadline, LLMHarry
 from horcrux.agents.planner import PlannerHarry
+from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.context import render_tier
 from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target
 from horcrux.memory.tokens import estimate_tokens

@@ -47,7 +47,6 @@ from horcrux.agents.base import (
     VoldemortBrain,
     VoldemortMove,
 )
-from horcrux.agents.decision import DecisionRecord, FallbackReason, Tier
 from horcrux.agents.legal import (
     TOOL_NAME,
     UnparsableMove,
@@ -57,6 +56,7 @@ from horcrux.agents.legal import (
     voldemort_tool_schema,
 )
 from horcrux.agents.voldemort import public_evidence
+from horcrux.decisions import DecisionRecord, FallbackReason, Tier
 from horcrux.errors import HorcruxError, IllegalAction
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryRecord, Observation

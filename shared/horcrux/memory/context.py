@@ -2,7 +2,10 @@
 
 `build_context(view, belief)` is a pure function of Harry's view and any Layer 2 map (the
 `BeliefMap` protocol): the turn, the counters, the allies, the three most likely
-locations, the map's entropy and the last signal. It never reads the truth.
+locations, the entropy and the last signal. It never reads the truth. The entropy shown
+is the gate's measure (`horcrux.memory.gate.gate_measure`: bits of uncertainty above
+certainty, 0 when Harry is sure), the same number that chose the tier, not the raw map
+entropy, which can never fall below log2(k) with k Horcruxes left.
 
 Three renderings feed the gate's tiers (the `zero` tier sends nothing):
 
@@ -14,9 +17,10 @@ Three renderings feed the gate's tiers (the `zero` tier sends nothing):
 - `render_full(view, belief)`: the compressed facts plus a wider belief map, the last
   `recent` observations with their turn numbers, ally uses and a short rules reminder
   (200-500 tokens once a game is under way).
-- `render_narrative(view)`: the naive architecture the article starts from, one line per
-  observation of every one of Harry's turns ("Turn 3: Harry searched Hogwarts ->
-  negative"), growing with the game.
+- `render_narrative(view)`: the naive architecture the article starts from ("context
+  stuffing"): the rules, then every one of Harry's turns as it happened with the status
+  after it ("Turn 3: Harry searched Hogwarts -> negative. After turn 3: 7 of 7 attacks
+  left; ..."), re-sent in full each turn; about 2,000 tokens by turn 40.
 
 Locations are written the same way in every rendering: by default as their short names
 (`SHORT_NAMES`: `Ministry` for `ministry-of-magic`, 1-2 tokens where a slug takes up to
@@ -35,8 +39,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from horcrux.agents.decision import Tier
 from horcrux.belief.base import BeliefMap
+from horcrux.decisions import Tier
+from horcrux.memory.gate import gate_measure
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import Ally, Attack, HarryRecord, Observation
 from horcrux.rules import ALLY_NAMES, LOCATIONS, AllyName, RuleSet, display_name
@@ -217,7 +222,7 @@ def build_context(
         allies_ready=_ally_order(ready),
         ally_rests={name: rests[name] for name in _ally_order(tuple(rests))},
         top=tuple((loc, min(1.0, max(0.0, p))) for loc, p in belief.top(top_n)),
-        entropy=max(0.0, belief.entropy()),
+        entropy=gate_measure(belief.occupancy(), belief.horcruxes_left),
         last_signal=last_signal(view.history),
         memory_line=memory_line,
     )

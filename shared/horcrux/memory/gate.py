@@ -63,7 +63,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from horcrux.agents.decision import DecisionRecord, Tier
+from horcrux.decisions import DecisionRecord, Tier
 
 TIERS: tuple[Tier, ...] = get_args(Tier)
 Measure = Literal["min-entropy", "shannon"]
