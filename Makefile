@@ -8,11 +8,15 @@ HARRY  ?= naive
 VOLDEMORT ?= reference
 RULES  ?= classic
 GAMES  ?= 200
+PORT   ?= 8000
+SEAT   ?= harry
 
-.PHONY: help venv play simulate test lint format typecheck pytest bench clean
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench clean
 
 help:
-	@echo "make play       set up, replay one game turn by turn and simulate $(GAMES) games"
+	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
+	@echo "make serve      the HTTP API on 127.0.0.1:$(PORT), DynamoDB from moto"
+	@echo "make demo       replay one game turn by turn and simulate $(GAMES) games"
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
 	@echo "make bench      print the benchmarks' figures"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
@@ -27,6 +31,12 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 venv: $(STAMP)
 
 play: venv
+	$(BIN)/horcrux play --local --seat $(SEAT)
+
+serve: venv
+	$(BIN)/horcrux serve --port $(PORT)
+
+demo: venv
 	$(BIN)/horcrux replay --seed $(SEED) --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES)
 	@echo
 	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api import IdempotentMoves, build_app
+from horcrux.secrets import load_anthropic_key
 from horcrux.service import GameService
 from horcrux.store import DynamoDbStore
 
@@ -38,6 +39,7 @@ app = build_app(GameService(store), idempotency=IdempotentMoves(_idempotency_lay
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    load_anthropic_key()  # an LLM seat is refused (422) without a key
     response = app.resolve(event, context)
     status = int(response.get("statusCode", 500))
     metrics.add_metric(name=f"Http{status // 100}xx", unit=MetricUnit.Count, value=1)

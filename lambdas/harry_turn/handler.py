@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api.turns import turn_record_handler
+from horcrux.secrets import load_anthropic_key
 from horcrux.service import GameService, TurnOutcome
 from horcrux.store import DynamoDbStore
 
@@ -47,6 +48,7 @@ record_handler = turn_record_handler(service, "harry", on_outcome=_report)
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    load_anthropic_key()  # the secret's key, cached; none: the planner plays
     records = len(event.get("Records", []))
     metrics.add_metric(name="StreamRecords", unit=MetricUnit.Count, value=records)
     return process_partial_response(

@@ -1,4 +1,5 @@
-"""The `horcrux` command: simulate many games, or replay one turn by turn."""
+"""The `horcrux` command: simulate many games, replay one turn by turn, serve the API
+locally (`serve`) or play it from a terminal (`play`)."""
 
 from __future__ import annotations
 
@@ -167,6 +168,28 @@ def cmd_brains(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from horcrux.local.server import serve
+
+    return serve(args.host, args.port, quiet=args.quiet)
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from horcrux.local.play import play, play_local
+
+    options: dict[str, Any] = {
+        "seat": args.seat,
+        "rules": args.rules,
+        "harry": args.harry,
+        "voldemort": args.voldemort,
+        "seed": args.seed,
+        "join": args.join,
+    }
+    if args.local:
+        return play_local(**options)
+    return play(args.api, **options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="horcrux", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -189,6 +212,35 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("replay", help="print one game turn by turn, truth beside Harry's view")
     seats(rep, "naive")
     rep.set_defaults(func=cmd_replay)
+
+    srv = sub.add_parser(
+        "serve",
+        help="serve the HTTP API locally (moto DynamoDB, AI turns in process)",
+        description="Start moto's DynamoDB on 127.0.0.1 (or use AWS_ENDPOINT_URL_DYNAMODB), "
+        "create the tables and serve the API Lambda's handler over HTTP; Ctrl-C stops it.",
+    )
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one)")
+    srv.add_argument("--quiet", action="store_true", help="no line per request on stderr")
+    srv.set_defaults(func=cmd_serve)
+
+    ply = sub.add_parser(
+        "play",
+        help="play a game from the terminal against the HTTP API",
+        description="A person plays one seat against an AI seat over the HTTP API; "
+        "type `help` in the game for the commands.",
+    )
+    ply.add_argument("--api", default="http://127.0.0.1:8000", help="the API's base URL")
+    ply.add_argument(
+        "--local", action="store_true", help="start an embedded local server and play on it"
+    )
+    ply.add_argument("--seat", choices=("harry", "voldemort"), default="harry")
+    ply.add_argument("--rules", choices=sorted(PRESETS), default=None, help="default standard")
+    ply.add_argument("--harry", default=None, help="AI Harry's brain (with --seat voldemort)")
+    ply.add_argument("--voldemort", default=None, help="AI Voldemort's brain (with --seat harry)")
+    ply.add_argument("--seed", type=int, default=None, help="default: drawn by the server")
+    ply.add_argument("--join", metavar="GAME_ID", default=None, help="join an open game's seat")
+    ply.set_defaults(func=cmd_play)
 
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
