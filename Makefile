@@ -11,7 +11,7 @@ GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench clean
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench synth clean
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -20,6 +20,7 @@ help:
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
 	@echo "make bench      print the benchmarks' figures"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
+	@echo "make synth      synthesise the CDK app offline (layers built without Docker)"
 	@echo "make format     apply ruff's formatter and safe fixes"
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
@@ -68,5 +69,13 @@ bench: venv
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \
 	done
 
+node_modules: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+CDK_ENV := AWS_EC2_METADATA_DISABLED=true CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+
+synth: venv node_modules
+	$(CDK_ENV) npx cdk synth --quiet
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info cdk.out node_modules

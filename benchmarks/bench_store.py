@@ -1,16 +1,17 @@
 """The store's hot path: round trips, capacity units and latency per move, turn 1 vs turn 50.
 
-Plays naive-vs-reference games that last all 50 turns through `DynamoDbStore` against moto
-in process (no network), with Harry's belief stand-in of 8 KB random bytes and a belief
-history of (turn, entropy, top-3). Capacity units are estimated from the item sizes with
-DynamoDB's formulas (moto reports a fixed 0.5 for GetItem and nothing for transactions);
-latency is one move's `load` + `commit_turn`, codec included, against moto in process.
+Plays planner-vs-reference games (classic rules) that last all 50 turns through
+`DynamoDbStore` against moto in process (no network), as the AI-turn Lambdas do: Harry's
+planner is rebuilt from his view each turn (no blob is stored) and the belief point it
+acted on goes into the event of its move (the snapshot keeps only the latest). Capacity
+units are estimated from the item sizes with DynamoDB's formulas (moto reports a fixed 0.5
+for GetItem and nothing for transactions); latency is one move's `load` + `commit_turn`,
+codec included, against moto in process.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import statistics
 import sys
 import time
@@ -40,17 +41,17 @@ from horcrux.store.selfplay import start_game  # noqa: E402
 from horcrux.views import harry_view, voldemort_view  # noqa: E402
 
 SEATS: dict[Seat, SeatInfo] = {
-    "harry": SeatInfo(kind="ai", brain="naive"),
+    "harry": SeatInfo(kind="ai", brain="planner"),
     "voldemort": SeatInfo(kind="ai", brain="reference"),
 }
 
 
 def long_seeds(n: int) -> list[int]:
-    """The first n seeds whose naive-vs-reference game lasts all 50 turns."""
+    """The first n seeds whose planner-vs-reference game lasts all 50 turns."""
     seeds: list[int] = []
     seed = 0
     while len(seeds) < n:
-        if sim.play_game(CLASSIC, seed, "naive", "reference").turns == 50:
+        if sim.play_game(CLASSIC, seed, "planner", "reference").turns == 50:
             seeds.append(seed)
         seed += 1
     return seeds
@@ -59,9 +60,7 @@ def long_seeds(n: int) -> list[int]:
 def play(store: GameStore, game_id: str, seed: int) -> list[dict[str, Any]]:
     """Play one game move by move; per move: turn, seat, latency and the store's calls."""
     start_game(store, game_id, CLASSIC, seed, dict(SEATS))
-    harry = HARRY_BRAINS.create("naive", CLASSIC)
     voldemort = VOLDEMORT_BRAINS.create("reference", CLASSIC)
-    rnd = random.Random(seed)
     moves: list[dict[str, Any]] = []
     while True:
         calls_before = len(getattr(store, "calls", []))
@@ -72,7 +71,8 @@ def play(store: GameStore, game_id: str, seed: int) -> list[dict[str, Any]]:
         if before.state.over:
             break
         seat = before.state.phase
-        if seat == "harry":
+        if seat == "harry":  # as `play_ai_turn`: a fresh planner synced to the view
+            harry: Any = HARRY_BRAINS.create("planner", CLASSIC)
             action: Any = harry.decide(
                 harry_view(before.state), rng.stream(seed, "harry", before.turn)
             )
@@ -82,11 +82,13 @@ def play(store: GameStore, game_id: str, seed: int) -> list[dict[str, Any]]:
             )
         state, event = engine.apply(before.state, action)
         if seat == "harry":
-            top = tuple((loc, rnd.random()) for loc in rnd.sample(list(CLASSIC.locations), 3))
-            point = BeliefPoint(turn=before.turn, entropy=rnd.uniform(0, 4), top=top)
-            after = before.advanced(
-                state, beliefs={"harry": rnd.randbytes(8192)}, belief_point=point
+            belief = harry.belief
+            point = BeliefPoint(
+                turn=before.turn,
+                entropy=float(belief.entropy()),
+                top=tuple((str(loc), float(p)) for loc, p in belief.top(3)),
             )
+            after = before.advanced(state, belief_point=point)
         else:
             after = before.advanced(state)
         t2 = time.perf_counter()
@@ -118,14 +120,20 @@ def main() -> None:
         play(dynamo, "warm-up", seeds[0])
         all_moves = [m for i, s in enumerate(seeds) for m in play(dynamo, f"g{i}", s)]
         final_item = dynamo.raw_items(f"g{len(seeds) - 1}")[0]
+        sizes = [
+            codec.item_size(i)
+            for g in range(len(seeds))
+            for i in dynamo.raw_items(f"g{g}")[2:]  # the turns' events
+        ]
     memory = MemoryStore()
     memory_moves = [m for i, s in enumerate(seeds) for m in play(memory, f"g{i}", s)]
 
     print(
         f"store hot path per move, DynamoDbStore on moto in process, {games} games x 50 turns,"
-        " 8 KB belief + 50-point history"
+        " planner (rebuilt from the view) vs reference, a belief point per Harry move"
     )
     print(f"  snapshot item at turn 50: {codec.item_size(final_item)} bytes (budget 16384)")
+    print(f"  event items: largest {max(sizes):,} bytes ({len(sizes)} turn events)")
     turns = (1, 2, 25, 50)
     print(f"  {'':34}" + "".join(f"{'turn ' + str(t):>10}" for t in turns))
     for seat in ("harry", "voldemort"):
@@ -134,6 +142,11 @@ def main() -> None:
         print(f"  {seat}'s move" + (note if seat == "voldemort" else ""))
         for label, cells in _rows(picked):
             print(f"    {label:32}" + "".join(f"{c:>10}" for c in cells))
+    equal = all(
+        _units(_move(all_moves, seat, 1)) == _units(_move(all_moves, seat, 50))
+        for seat in ("harry", "voldemort")
+    )
+    print(f"  RCU and WCU per move at turn 1 == turn 50: {'yes' if equal else 'NO'}")
     lat = [m["seconds"] * 1000 for m in all_moves]
     early = [m["seconds"] * 1000 for m in all_moves if m["turn"] <= 5]
     late = [m["seconds"] * 1000 for m in all_moves if m["turn"] >= 46]
@@ -151,6 +164,12 @@ def _move(moves: list[dict[str, Any]], seat: str, turn: int) -> dict[str, Any]:
     mine = [m for m in moves if m["seat"] == seat and m["turn"] <= turn]
     best = max(m["turn"] for m in mine)
     return next(m for m in mine if m["turn"] == best)
+
+
+def _units(move: dict[str, Any]) -> tuple[float, float]:
+    read = next(c for c in move["calls"] if c.op == "GetItem")
+    write = next(c for c in move["calls"] if c.op == "TransactWriteItems")
+    return read.read_units, write.write_units
 
 
 def _rows(moves: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:

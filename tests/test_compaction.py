@@ -6,6 +6,7 @@ from the stored event items as DynamoDB Streams delivers them (NewImage in Dynam
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import pathlib
@@ -30,7 +31,7 @@ from horcrux.store import (
     NotFound,
     SeatInfo,
 )
-from horcrux.store.port import AnyEvent, BeliefPoint, ResultStore
+from horcrux.store.port import AnyEvent, BeliefPoint, ResultStore, read_log
 from horcrux.store.results import (
     RESULT_SK,
     GameSummary,
@@ -165,7 +166,10 @@ def stream_record(image: dict[str, Any], event_name: str = "INSERT") -> dict[str
         "dynamodb": dynamodb,
         "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/test-events/stream/x",
     }
-    arrived: dict[str, Any] = json.loads(json.dumps(record))  # what arrives is JSON
+    # what arrives is JSON, binary values (an event's belief point) in base64
+    arrived: dict[str, Any] = json.loads(
+        json.dumps(record, default=lambda b: base64.b64encode(bytes(b)).decode())
+    )
     return arrived
 
 
@@ -208,6 +212,11 @@ def all_events(store: ResultStore, game_id: str) -> list[AnyEvent]:
     return compaction.read_events(store, game_id)
 
 
+def whole_history(store: ResultStore, game_id: str) -> tuple[BeliefPoint, ...]:
+    """Harry's whole belief history: one point in each of his moves' events."""
+    return read_log(store, game_id)[1]
+
+
 # ---------------------------------------------------------------- the handler
 def test_replay_equals_snapshot_no_repair_and_the_record_lands_at_both_places(
     store: Any, capsys: pytest.CaptureFixture[str]
@@ -220,11 +229,13 @@ def test_replay_equals_snapshot_no_repair_and_the_record_lands_at_both_places(
     assert response == {"batchItemFailures": []}
     assert store.load("g1") == final, "no repair: the snapshot is untouched"
     summary = store.result("g1")
+    history = whole_history(store, "g1")
+    assert history[-1:] == final.belief_history, "the snapshot keeps the latest point"
     expected = compaction.summarise_game(
         all_events(store, "g1"),
         game_id="g1",
         seats=final.seats,
-        belief_history=final.belief_history,
+        belief_history=history,
     )
     assert summary == expected
     # an independent account of the same game: the simulator's own counters
@@ -240,7 +251,7 @@ def test_replay_equals_snapshot_no_repair_and_the_record_lands_at_both_places(
         ref.wasted_empty,
     )
     assert summary.harry == "naive" and summary.voldemort == "reference"
-    assert summary.belief is not None and summary.belief.points == len(final.belief_history)
+    assert summary.belief is not None and summary.belief.points == len(history) == ref.turns
     # (b) where the next game's start reads: this scope's recent results
     recent = store.recent_results(*SCOPE)
     assert recent.version == 1 and recent.results == (summary,)
@@ -427,7 +438,7 @@ def test_records_are_byte_identical_across_adapters_and_runs(aws_env: None) -> N
                 all_events(memory, "g1"),
                 game_id="g1",
                 seats=snap.seats,
-                belief_history=snap.belief_history,
+                belief_history=whole_history(memory, "g1"),
             )
         )
         for _ in range(2)

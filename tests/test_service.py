@@ -29,7 +29,7 @@ from horcrux.service import (
     project_event,
     turn_request,
 )
-from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token
+from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token, read_log
 from horcrux.store.port import GameStore, TurnEvent
 
 HUMAN = SeatRequest(kind="human")
@@ -263,11 +263,12 @@ def test_dispatch_plays_an_ai_game_exactly_as_the_simulator(store: MemoryStore, 
     assert snap.state.over and all(o.status == "played" for o in outcomes)
     assert (snap.state.winner, snap.state.turn) == (expected.winner, expected.turns)
     assert len(outcomes) == snap.state.seq  # one turn per event, none twice
-    if harry == "planner":  # its Layer-2 state is restored each turn and a point recorded
-        assert snap.beliefs["harry"]
-        turns = [p.turn for p in snap.belief_history]
-        assert turns == list(range(1, expected.turns + 1))[-len(turns) :]
-        assert all(len(p.top) == 3 for p in snap.belief_history)
+    if harry == "planner":  # rebuilt from its view each turn (no blob); a point per turn
+        assert "harry" not in snap.beliefs
+        history = read_log(store, created["game_id"])[1]
+        assert [p.turn for p in history] == list(range(1, expected.turns + 1))
+        assert all(len(p.top) == 3 for p in history)
+        assert snap.belief_history == history[-1:]
 
 
 def test_inline_dispatch_answers_with_the_ai_reply_already_played(store: MemoryStore) -> None:

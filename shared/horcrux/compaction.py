@@ -35,6 +35,8 @@ from horcrux.store.port import (
     GameSnapshot,
     ResultStore,
     SeatInfo,
+    merge_history,
+    read_log,
 )
 from horcrux.store.results import (
     RESULTS_MAX,
@@ -108,14 +110,16 @@ def replay(events: Sequence[AnyEvent]) -> list[Step]:
 
 def read_events(store: ResultStore, game_id: str) -> list[AnyEvent]:
     """The whole log of one game, page by page (one Query per `EVENTS_PAGE` events)."""
-    events: list[AnyEvent] = []
-    after = -1
-    while True:
-        page = store.events(game_id, after=after, limit=EVENTS_PAGE)
-        events.extend(page.events)
-        if page.next_after is None:
-            return events
-        after = page.next_after
+    return read_log(store, game_id, page=EVENTS_PAGE)[0]
+
+
+def full_belief_history(
+    logged: Sequence[BeliefPoint], snapshot: GameSnapshot
+) -> tuple[BeliefPoint, ...]:
+    """Harry's whole belief history: the points the log carries, completed by the
+    snapshot's (its latest; or the whole bounded history of a game stored before the
+    history moved to the log)."""
+    return merge_history(snapshot.belief_history, logged)
 
 
 # ---------------------------------------------------------------- snapshot check / repair
@@ -305,7 +309,7 @@ def compact(
     `final_seq` is the seq of the event that ended the game (the stream record's); the log
     read must reach it. Raises CompactionError / NotFound / Conflict: the caller reports the
     record as failed and the stream retries it."""
-    events = read_events(store, game_id)
+    events, logged = read_log(store, game_id, page=EVENTS_PAGE)
     if not events:
         raise CompactionError(f"game {game_id} has no events")
     if final_seq is not None and events[-1].seq < final_seq:
@@ -318,11 +322,7 @@ def compact(
     if mismatch is not None:
         store.repair_snapshot(snapshot.version, repair(snapshot, events))
         repaired = True
-    summary = summarise_game(
-        events,
-        game_id=game_id,
-        seats=snapshot.seats,
-        belief_history=snapshot.belief_history,
-    )
-    written = store.put_result(summary, belief_history=snapshot.belief_history, keep=keep)
+    history = full_belief_history(logged, snapshot)
+    summary = summarise_game(events, game_id=game_id, seats=snapshot.seats, belief_history=history)
+    written = store.put_result(summary, belief_history=history, keep=keep)
     return CompactionOutcome(summary=summary, mismatch=mismatch, repaired=repaired, written=written)

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
+from horcrux.agents.planner import PlannerHarry
 from horcrux.errors import GameOver, HorcruxError, IllegalAction, NotYourTurn, UnknownBrain
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Pass, Seat
 from horcrux.rules import PRESETS
@@ -47,7 +48,9 @@ from horcrux.store.port import (
     NotFound,
     SeatInfo,
     hash_token,
+    merge_history,
     new_snapshot,
+    read_log,
 )
 from horcrux.views import build_replay, harry_view, view_for, voldemort_view
 
@@ -193,6 +196,18 @@ class _Brain:
 
 
 # ---------------------------------------------------------------- helpers
+VIEW_REBUILT_BRAINS: tuple[type, ...] = (PlannerHarry,)
+"""Brains whose whole state is a pure function of their seat's view: a fresh one synced
+to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
+(`tests/test_service.py` proves it for the planner), so their snapshot is not stored.
+Any other brain with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
+
+
+def rebuilt_from_view(brain: Any) -> bool:
+    """Whether `brain` is rebuilt from the view each turn instead of restored."""
+    return isinstance(brain, VIEW_REBUILT_BRAINS)
+
+
 def default_harry_brain() -> str:
     """The brain an AI Harry plays with when the request names none."""
     return DEFAULT_HARRY_BRAIN
@@ -475,15 +490,9 @@ class GameService:
                 f"game {game_id} is still running (turn {snapshot.turn}); "
                 "the replay is released after the end"
             )
-        events: list[AnyEvent] = []
-        after = -1
-        while True:
-            page = self.store.events(game_id, after=after, limit=REPLAY_PAGE)
-            events.extend(page.events)
-            if page.next_after is None:
-                break
-            after = page.next_after
+        events, logged = read_log(self.store, game_id, page=REPLAY_PAGE)
         replay = build_replay(events)
+        history = merge_history(snapshot.belief_history, logged)
         return {
             "game_id": game_id,
             "replay": replay.model_dump(mode="json"),
@@ -493,7 +502,7 @@ class GameService:
                     "entropy": p.entropy,
                     "top": [{"location": loc, "p": prob} for loc, prob in p.top],
                 }
-                for p in snapshot.belief_history
+                for p in history
             ],
         }
 
@@ -571,10 +580,12 @@ class GameService:
 
     @staticmethod
     def _belief_of(brain: Any, seat: Seat, turn: int) -> tuple[dict[str, bytes], Any | None]:
-        """The brain's Layer-2 snapshot, and (Harry only) its belief point, if it has them."""
+        """The brain's Layer-2 snapshot, and (Harry only) its belief point, if it has them.
+
+        A brain rebuilt from the view (`rebuilt_from_view`) stores no snapshot."""
         beliefs: dict[str, bytes] = {}
         snap = getattr(brain, "snapshot", None)
-        if callable(snap):
+        if callable(snap) and not rebuilt_from_view(brain):
             data = snap()
             if isinstance(data, bytes | bytearray):
                 beliefs[seat] = bytes(data)
@@ -634,6 +645,9 @@ class GameService:
             new_state, event = engine.apply(state, move)
         beliefs, point = self._belief_of(made.brain, seat, state.turn)
         after = snapshot.advanced(new_state, beliefs=beliefs, belief_point=point)
+        if seat not in beliefs and seat in after.beliefs:  # a stale blob: drop it
+            kept = {k: v for k, v in after.beliefs.items() if k != seat}
+            after = after.model_copy(update={"beliefs": kept})
         try:
             self.store.commit_turn(snapshot.version, after, event)
         except Conflict as exc:

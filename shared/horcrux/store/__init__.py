@@ -21,7 +21,9 @@ from horcrux.store.port import (
     StoreError,
     TurnEvent,
     hash_token,
+    merge_history,
     new_snapshot,
+    read_log,
     ttl_seconds_from_env,
 )
 
@@ -46,6 +48,8 @@ __all__ = [
     "StoreError",
     "TurnEvent",
     "hash_token",
+    "merge_history",
     "new_snapshot",
+    "read_log",
     "ttl_seconds_from_env",
 ]

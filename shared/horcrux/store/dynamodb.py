@@ -236,9 +236,7 @@ class DynamoDbStore:
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
         check_create(snapshot, started)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(
-            snapshot.game_id, started, snapshot.expires_at, codec.next_ai(snapshot)
-        )
+        event_item = codec.encode_turn_event(snapshot, started)
         sizes = self._check_size(event_item, snap_item)
         items = [
             {
@@ -269,7 +267,7 @@ class DynamoDbStore:
             raise Conflict(
                 f"game {snapshot.game_id} already exists", reason="exists", current=current
             ) from None
-        return snapshot
+        return codec.as_stored(snapshot)
 
     def load(self, game_id: str) -> GameSnapshot:
         response = self._call(
@@ -288,9 +286,7 @@ class DynamoDbStore:
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(
-            snapshot.game_id, event, snapshot.expires_at, codec.next_ai(snapshot)
-        )
+        event_item = codec.encode_turn_event(snapshot, event)
         sizes = self._check_size(event_item, snap_item)
         items = [
             {
@@ -310,7 +306,7 @@ class DynamoDbStore:
             if reasons is None:
                 raise
             self._raise_commit_conflict(snapshot.game_id, expected_version, event.seq, reasons)
-        return snapshot
+        return codec.as_stored(snapshot)
 
     def _raise_commit_conflict(
         self, game_id: str, expected: int, seq: int, reasons: list[dict[str, Any]]
@@ -367,9 +363,13 @@ class DynamoDbStore:
         more = len(raw) > limit or "LastEvaluatedKey" in response
         page = raw[:limit]
         now = self._clock()
-        events = [codec.decode_event(i) for i in page if not codec.is_expired(i, now)]
+        live = [i for i in page if not codec.is_expired(i, now)]
         next_after = int(page[-1]["seq"]["N"]) if more and page else None
-        return EventPage(events=events, next_after=next_after)
+        return EventPage(
+            events=[codec.decode_event(i) for i in live],
+            next_after=next_after,
+            belief_history=codec.decode_event_points(live),
+        )
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
@@ -519,7 +519,7 @@ class DynamoDbStore:
                 reason="version",
                 current=current,
             ) from None
-        return snapshot
+        return codec.as_stored(snapshot)
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:

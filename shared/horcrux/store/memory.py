@@ -68,9 +68,7 @@ class MemoryStore:
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
         check_create(snapshot, started)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(
-            snapshot.game_id, started, snapshot.expires_at, codec.next_ai(snapshot)
-        )
+        event_item = codec.encode_turn_event(snapshot, started)
         self._check_size(snap_item, event_item)
         pk = codec.game_pk(snapshot.game_id)
         with self._lock:
@@ -84,7 +82,7 @@ class MemoryStore:
                 )
             self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
             self._events[(pk, 0)] = event_item
-        return snapshot
+        return codec.as_stored(snapshot)
 
     def load(self, game_id: str) -> GameSnapshot:
         with self._lock:
@@ -99,9 +97,7 @@ class MemoryStore:
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
         snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_event(
-            snapshot.game_id, event, snapshot.expires_at, codec.next_ai(snapshot)
-        )
+        event_item = codec.encode_turn_event(snapshot, event)
         self._check_size(snap_item, event_item)
         pk = codec.game_pk(snapshot.game_id)
         with self._lock:
@@ -126,7 +122,7 @@ class MemoryStore:
                 )
             self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
             self._events[(pk, event.seq)] = event_item
-        return snapshot
+        return codec.as_stored(snapshot)
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)
@@ -138,9 +134,13 @@ class MemoryStore:
             page = [self._events[(pk, s)] for s in seqs[: limit + 1]]
         more = len(page) > limit
         page = page[:limit]
-        events = [codec.decode_event(i) for i in page if not codec.is_expired(i, now)]
+        live = [i for i in page if not codec.is_expired(i, now)]
         next_after = int(page[-1]["seq"]["N"]) if more and page else None
-        return EventPage(events=events, next_after=next_after)
+        return EventPage(
+            events=[codec.decode_event(i) for i in live],
+            next_after=next_after,
+            belief_history=codec.decode_event_points(live),
+        )
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
@@ -242,7 +242,7 @@ class MemoryStore:
                     current=current,
                 )
             self._games[(codec.game_pk(snapshot.game_id), codec.SNAPSHOT_SK)] = item
-        return snapshot
+        return codec.as_stored(snapshot)
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:

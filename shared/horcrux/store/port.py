@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
@@ -122,8 +123,12 @@ class BeliefPoint(_Frozen):
 class GameSnapshot(_Frozen):
     """Everything a turn needs, in one item: the hot path. The log is never read to play.
 
-    `state` is the whole truth (secret: only the server reads it); `beliefs` holds each
-    AI seat's Layer-2 snapshot as opaque bytes; `belief_history` is bounded.
+    `state` is the whole truth (secret: only the server reads it); `beliefs` holds the
+    Layer-2 snapshot of an AI seat whose brain cannot be rebuilt from its view, as opaque
+    bytes; `belief_history` is bounded. A store keeps each point in the event of its turn
+    and only the latest in the snapshot item, so a loaded snapshot (and what `commit_turn`
+    returns) holds the latest point only; the whole history is read from the log
+    (`EventPage.belief_history`, `read_log`).
     """
 
     game_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
@@ -199,10 +204,15 @@ class GameSnapshot(_Frozen):
 
 
 class EventPage(_Frozen):
-    """Events with seq > `after`, in order; `next_after` is None when there are no more."""
+    """Events with seq > `after`, in order; `next_after` is None when there are no more.
+
+    `belief_history`: the belief points the page's events carry (one per move an AI Harry
+    made with a belief: the belief it acted on), in order. The log is where the belief
+    history lives; the snapshot keeps only the latest point."""
 
     events: list[AnyEvent]
     next_after: int | None
+    belief_history: tuple[BeliefPoint, ...] = ()
 
 
 class LobbyEntry(_Frozen):
@@ -367,6 +377,33 @@ def check_repair(expected_version: int, snapshot: GameSnapshot) -> None:
             f"snapshot version {snapshot.version} must be expected_version + 1 "
             f"({expected_version + 1})"
         )
+
+
+def read_log(
+    store: GameStore, game_id: str, *, page: int = 1000
+) -> tuple[list[AnyEvent], tuple[BeliefPoint, ...]]:
+    """A game's whole log and the belief history its events carry (one Query per `page`
+    events)."""
+    events: list[AnyEvent] = []
+    points: list[BeliefPoint] = []
+    after = -1
+    while True:
+        got = store.events(game_id, after=after, limit=page)
+        events.extend(got.events)
+        points.extend(got.belief_history)
+        if got.next_after is None:
+            return events, tuple(points)
+        after = got.next_after
+
+
+def merge_history(*parts: Sequence[BeliefPoint]) -> tuple[BeliefPoint, ...]:
+    """Belief points from several sources (the log's, a snapshot's), one per turn (the
+    later source wins), in turn order."""
+    by_turn: dict[int, BeliefPoint] = {}
+    for part in parts:
+        for point in part:
+            by_turn[point.turn] = point
+    return tuple(by_turn[t] for t in sorted(by_turn))
 
 
 def check_limit(limit: int) -> None:

@@ -1,0 +1,212 @@
+"""Alarms, their SNS topic and a dashboard.
+
+Every alarm fires on one 5-minute period, treats missing data as fine and notifies the topic
+(subscribe an address with `-c horcrux:alarmEmail=...`):
+
+- per function: errors (>= 1), throttles (>= 1), p99 duration >= 80% of its timeout;
+- the HTTP API: 5xx responses (>= 1);
+- per table: read + write throttle events (>= 1);
+- per stream consumer: iterator age (>= 60 s) and its failed-records queue's depth (>= 1);
+- the compaction's `ReplayMismatch` metric (>= 1: a snapshot differed from its log's replay).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import names
+from infra.api import HttpApi
+from infra.functions import HorcruxFunction, pascal
+from infra.names import Settings
+from infra.storage import Storage
+
+PERIOD = Duration.seconds(names.ALARM_PERIOD_S)
+
+
+def replay_mismatch_metric() -> cloudwatch.Metric:
+    """The compaction's EMF metric (Powertools: namespace + the `service` dimension)."""
+    return cloudwatch.Metric(
+        namespace=names.METRICS_NAMESPACE,
+        metric_name=names.REPLAY_MISMATCH_METRIC,
+        dimensions_map={"service": names.COMPACTION_SERVICE},
+        statistic="Sum",
+        period=PERIOD,
+    )
+
+
+class Monitoring(Construct):
+    """The alarms (`self.alarms`, by construct id), the topic and the dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        storage: Storage,
+        api: HttpApi,
+        functions: list[HorcruxFunction],
+        dead_letter_queues: dict[str, sqs.Queue],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = sns.Topic(
+            self, "AlarmTopic", display_name="Horcrux Hunt alarms", enforce_ssl=True
+        )
+        if settings.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        by_name = {fn.spec.name: fn for fn in functions}
+
+        for fn in functions:
+            stem = pascal(fn.spec.name)
+            lam = fn.function
+            self._alarm(
+                f"{stem}Errors",
+                lam.metric_errors(period=PERIOD, statistic="Sum"),
+                1,
+                f"the {fn.spec.name} function raised",
+            )
+            self._alarm(
+                f"{stem}Throttles",
+                lam.metric_throttles(period=PERIOD, statistic="Sum"),
+                1,
+                f"the {fn.spec.name} function was throttled",
+            )
+            self._alarm(
+                f"{stem}DurationP99",
+                lam.metric_duration(period=PERIOD, statistic="p99"),
+                int(fn.spec.timeout_s * 1000 * names.DURATION_ALARM_SHARE),
+                f"the {fn.spec.name} function's p99 duration nears its "
+                f"{fn.spec.timeout_s} s timeout",
+            )
+
+        self._alarm(
+            "Api5xx",
+            api.api.metric_server_error(period=PERIOD, statistic="Sum"),
+            names.API_5XX_ALARM,
+            "the HTTP API answered 5xx",
+        )
+        for key, table in storage.tables.items():
+            throttles = cloudwatch.MathExpression(
+                expression="reads + writes",
+                using_metrics={
+                    "reads": table.metric("ReadThrottleEvents", statistic="Sum", period=PERIOD),
+                    "writes": table.metric("WriteThrottleEvents", statistic="Sum", period=PERIOD),
+                },
+                label=f"{key} throttle events",
+                period=PERIOD,
+            )
+            self._alarm(
+                f"{pascal(key)}TableThrottles", throttles, 1, f"the {key} table throttled requests"
+            )
+        for name, queue in dead_letter_queues.items():
+            stem = pascal(name)
+            self._alarm(
+                f"{stem}IteratorAge",
+                by_name[name].function.metric("IteratorAge", statistic="Maximum", period=PERIOD),
+                names.ITERATOR_AGE_ALARM_MS,
+                f"the {name} function lags behind the events stream",
+            )
+            self._alarm(
+                f"{stem}FailedRecords",
+                queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=PERIOD
+                ),
+                names.DLQ_DEPTH_ALARM,
+                f"the {name} function gave up on stream records (see its queue)",
+            )
+        self._alarm(
+            "ReplayMismatch",
+            replay_mismatch_metric(),
+            1,
+            "a finished game's snapshot differed from the replay of its events (repaired)",
+        )
+        self.dashboard = self._dashboard(storage, api, functions, dead_letter_queues)
+
+    def _alarm(
+        self, construct_id: str, metric: cloudwatch.IMetric, threshold: float, what: str
+    ) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Horcrux Hunt: {what}",
+        )
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        self.alarms[construct_id] = alarm
+        return alarm
+
+    def _dashboard(
+        self,
+        storage: Storage,
+        api: HttpApi,
+        functions: list[HorcruxFunction],
+        dead_letter_queues: dict[str, sqs.Queue],
+    ) -> cloudwatch.Dashboard:
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+
+        def graph(title: str, metrics: list[cloudwatch.IMetric]) -> cloudwatch.GraphWidget:
+            return cloudwatch.GraphWidget(title=title, left=metrics, width=8, height=6)
+
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms.values()), width=24, height=4
+            )
+        )
+        dashboard.add_widgets(
+            graph("API requests", [api.api.metric_count(period=PERIOD, statistic="Sum")]),
+            graph(
+                "API errors",
+                [
+                    api.api.metric_client_error(period=PERIOD, statistic="Sum"),
+                    api.api.metric_server_error(period=PERIOD, statistic="Sum"),
+                ],
+            ),
+            graph("API latency p99", [api.api.metric_latency(period=PERIOD, statistic="p99")]),
+        )
+        lams = [fn.function for fn in functions]
+        dashboard.add_widgets(
+            graph("Invocations", [f.metric_invocations(period=PERIOD) for f in lams]),
+            graph("Errors", [f.metric_errors(period=PERIOD) for f in lams]),
+            graph(
+                "Duration p99", [f.metric_duration(period=PERIOD, statistic="p99") for f in lams]
+            ),
+        )
+        consumers = [fn.function for fn in functions if fn.spec.name in dead_letter_queues]
+        dashboard.add_widgets(
+            graph(
+                "Stream iterator age (max)",
+                [f.metric("IteratorAge", statistic="Maximum", period=PERIOD) for f in consumers],
+            ),
+            graph(
+                "Failed stream records (queued)",
+                [
+                    q.metric_approximate_number_of_messages_visible(period=PERIOD)
+                    for q in dead_letter_queues.values()
+                ],
+            ),
+            graph("Replay mismatches", [replay_mismatch_metric()]),
+        )
+        dashboard.add_widgets(
+            *(
+                graph(
+                    f"{key} table capacity",
+                    [
+                        table.metric_consumed_read_capacity_units(period=PERIOD),
+                        table.metric_consumed_write_capacity_units(period=PERIOD),
+                    ],
+                )
+                for key, table in storage.tables.items()
+            )
+        )
+        return dashboard

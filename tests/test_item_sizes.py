@@ -1,0 +1,313 @@
+"""The hot path's items stay compact and bounded: the same capacity units every turn.
+
+* The binary `GameState` codec round-trips every state of random legal games (Hypothesis:
+  all presets and custom rules, allies, decoys, relocations, game-over states), the belief
+  point codec round-trips, and items written before these formats still decode.
+* For whole games of each kind (people or AIs in either seat, classic and standard,
+  planner / naive / reference / random brains), the snapshot item and the event item stay
+  under 1 KB at every turn: 1 RCU for the consistent GetItem and 2 + 2 WCU for the
+  transactional write, at turn 1 as at turn 50.
+* The planner is rebuilt from its view each turn instead of restored from a blob: over
+  many games it takes exactly the decisions the restored brain takes.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from horcrux import engine, rng
+from horcrux.agents import VOLDEMORT_BRAINS
+from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
+from horcrux.agents.planner import PlannerHarry
+from horcrux.belief.bayes import MODES
+from horcrux.models import Ally, AnyAction, Attack, GameState, HarryMoved, Seat
+from horcrux.rules import CLASSIC, LOCATIONS, STANDARD, AllyRules, RuleSet, Sensor
+from horcrux.service import GameService, SeatRequest
+from horcrux.store import BeliefPoint, GameSnapshot, MemoryStore, SeatInfo, codec, read_log
+from horcrux.store.port import TurnEvent, merge_history, new_snapshot
+from horcrux.views import harry_view, voldemort_view
+
+ONE_KB = 1024
+TINY = RuleSet(
+    name="tiny",
+    locations=("attic", "cellar", "garden", "shed", "barn"),
+    horcruxes=2,
+    max_turns=12,
+    attacks=3,
+    relocations=2,
+    decoys=2,
+    allies={
+        "ron": AllyRules(rest=1),
+        "hermione": AllyRules(rest=0, max_uses=3, sensor=Sensor(d=0.9, f=0.1)),
+        "dumbledore": AllyRules(rest=2, max_uses=1),
+    },
+)
+FAKE_CLASSIC = CLASSIC.model_copy(update={"max_turns": 20})
+"""Named like a preset but not equal to it: must be stored as a custom rule set."""
+RULES = [CLASSIC, STANDARD, TINY, FAKE_CLASSIC]
+
+
+# ---------------------------------------------------------------- random legal games
+def random_move(state: GameState, rnd: random.Random) -> AnyAction:
+    """A random legal move, biased towards the rare ones (allies, attacks, Voldemort's)."""
+    if state.phase == "harry":
+        moves: list[Any] = legal_harry_actions(harry_view(state)).moves()
+        special: list[Any] = [m for m in moves if isinstance(m, Ally | Attack)]
+    else:
+        moves = legal_voldemort_actions(voldemort_view(state)).moves()
+        special = [m for m in moves if m.type != "pass"]
+    pool = special if special and rnd.random() < 0.5 else moves
+    move: AnyAction = rnd.choice(pool)
+    return move
+
+
+def random_game(rules: RuleSet, seed: int, rnd: random.Random) -> list[GameState]:
+    state, _ = engine.new_game(rules, seed)
+    states = [state]
+    while not state.over:
+        state, _ = engine.apply(state, random_move(state, rnd))
+        states.append(state)
+    return states
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rules=st.sampled_from(RULES),
+    seed=st.integers(min_value=0, max_value=2**63 - 1),
+    rnd=st.randoms(use_true_random=False),
+)
+def test_the_binary_state_round_trips_every_state_of_random_legal_games(
+    rules: RuleSet, seed: int, rnd: random.Random
+) -> None:
+    states = random_game(rules, seed, rnd)
+    assert states[-1].over and states[-1].winner is not None
+    for state in states:
+        blob = codec.encode_state(state)
+        assert blob[0] in (codec.STATE_RAW, codec.STATE_DEFLATE)
+        assert codec.decode_state(blob) == state
+    if rules in (CLASSIC, STANDARD):
+        assert len(codec.encode_state(states[-1])) < 260  # 50 turns: a few bytes each
+    else:  # a custom rule set travels as JSON, even one named like a preset
+        assert codec.decode_state(codec.encode_state(states[0])).rules == rules
+
+
+def test_the_legacy_json_state_still_decodes_and_exotic_states_fall_back_to_it() -> None:
+    states = random_game(STANDARD, 5, random.Random(5))
+    legacy = codec.encode_state_json(states[-1])
+    assert legacy[0] == 0x78 and codec.decode_state(legacy) == states[-1]
+    huge = RuleSet(name="huge", locations=tuple(f"l{i}" for i in range(300)))
+    state, _ = engine.new_game(huge, 1)
+    blob = codec.encode_state(state)
+    assert blob[0] == 0x78 and codec.decode_state(blob) == state
+    with pytest.raises(ValueError):
+        codec.decode_state(b"\x7f")
+
+
+top_entry = st.tuples(
+    st.one_of(st.sampled_from(LOCATIONS), st.text(min_size=1, max_size=20)),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+
+
+@given(
+    turn=st.integers(min_value=0, max_value=10_000),
+    entropy=st.floats(min_value=0.0, max_value=64.0),
+    top=st.lists(top_entry, max_size=3),
+)
+def test_a_belief_point_round_trips_in_a_few_bytes(
+    turn: int, entropy: float, top: list[tuple[str, float]]
+) -> None:
+    point = BeliefPoint(turn=turn, entropy=entropy, top=tuple(top))
+    blob = codec.encode_point(point)
+    assert codec.decode_point(blob) == point
+    if all(loc in LOCATIONS for loc, _ in top):
+        assert len(blob) <= 20
+
+
+def test_a_snapshot_item_written_before_the_compact_formats_still_decodes() -> None:
+    states = random_game(CLASSIC, 9, random.Random(9))
+    history = tuple(
+        BeliefPoint(turn=t, entropy=3.0 - t / 30, top=(("hogwarts", 0.25),)) for t in range(1, 51)
+    )
+    snap = new_snapshot("old", states[-1], AI_SEATS, now=1.7e9, ttl_seconds=86400)
+    snap = snap.model_copy(update={"belief_history": history, "beliefs": {"harry": b"blob"}})
+    item = codec.encode_snapshot(snap)
+    item["state"] = {"B": codec.encode_state_json(snap.state)}
+    del item["bpt"]
+    item["bhist"] = {"B": codec.encode_history(history)}
+    assert codec.decode_snapshot(item) == snap
+    # the replay and compaction merge it with the log's points (none in an old log)
+    assert merge_history(snap.belief_history, ()) == history
+
+
+# ---------------------------------------------------------------- item sizes per turn
+AI_SEATS: dict[Seat, SeatInfo] = {
+    "harry": SeatInfo(kind="ai", brain="naive"),
+    "voldemort": SeatInfo(kind="ai", brain="reference"),
+}
+
+
+class SizedStore(MemoryStore):
+    """A MemoryStore noting, per commit, (turn, seat, snapshot bytes, event bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[tuple[int, str, int, int]] = []
+
+    def commit_turn(
+        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+    ) -> GameSnapshot:
+        stored = super().commit_turn(expected_version, snapshot, event)
+        seat = "harry" if isinstance(event, HarryMoved) else "voldemort"
+        self.sizes.append(
+            (
+                event.turn,
+                seat,
+                codec.item_size(codec.encode_snapshot(snapshot)),
+                codec.item_size(codec.encode_turn_event(snapshot, event)),
+            )
+        )
+        return stored
+
+
+def person_move(view_state: GameState, seat: Seat, rnd: random.Random) -> AnyAction:
+    """A person's move: Harry never attacks (the game lasts all 50 turns) and calls his
+    allies whenever he can (the longest history); Voldemort plays at random."""
+    if seat == "harry":
+        moves = legal_harry_actions(harry_view(view_state)).moves()
+        allies: list[AnyAction] = [m for m in moves if isinstance(m, Ally)]
+        searches: list[AnyAction] = [m for m in moves if not isinstance(m, Ally | Attack)]
+        return rnd.choice(allies or searches)
+    return random_move(view_state, rnd)
+
+
+GAME_KINDS = [
+    pytest.param("standard", "human", "ai:reference", id="person-vs-reference-standard"),
+    pytest.param("classic", "human", "ai:reference", id="person-vs-reference-classic"),
+    pytest.param("standard", "ai:planner", "human", id="planner-vs-person-standard"),
+    pytest.param("classic", "ai:planner", "human", id="planner-vs-person-classic"),
+    pytest.param("standard", "human", "human", id="person-vs-person-standard"),
+    pytest.param("standard", "ai:planner", "ai:reference", id="planner-vs-reference-standard"),
+    pytest.param("classic", "ai:planner:static", "ai:random", id="planner-static-vs-random"),
+    pytest.param("classic", "ai:naive", "ai:reference", id="naive-vs-reference-classic"),
+    pytest.param("standard", "ai:seed-heuristic", "ai:passive", id="heuristic-vs-passive"),
+]
+
+
+def seat_request(spec: str) -> SeatRequest:
+    if spec == "human":
+        return SeatRequest(kind="human")
+    return SeatRequest(kind="ai", brain=spec.removeprefix("ai:"))
+
+
+def play_kind(rules: str, harry: str, voldemort: str, seed: int) -> tuple[SizedStore, str]:
+    store = SizedStore()
+    service = GameService(store, inline_ai=True)
+    created = service.create_game(
+        seat_request(harry), seat_request(voldemort), rules=rules, seed=seed
+    )
+    gid = created["game_id"]
+    tokens: dict[str, str] = {}
+    if created["seat"] is not None:
+        tokens[created["seat"]] = created["token"]
+    for free in store.load(gid).open_seats:
+        tokens[free] = service.join(gid, free)["token"]
+    rnd = random.Random(seed)
+    snap = store.load(gid)
+    while not snap.state.over:
+        seat: Seat = "harry" if snap.state.phase == "harry" else "voldemort"
+        service.move(gid, tokens[seat], person_move(snap.state, seat, rnd))
+        snap = store.load(gid)
+    return store, gid
+
+
+@pytest.mark.parametrize(("rules", "harry", "voldemort"), GAME_KINDS)
+def test_the_snapshot_and_the_event_stay_under_one_kb_at_every_turn(
+    rules: str, harry: str, voldemort: str
+) -> None:
+    for seed in (1, 2):
+        store, gid = play_kind(rules, harry, voldemort, seed)
+        items = store.raw_items(gid)
+        started = items[1]
+        assert started["type"] == {"S": "game_started"}
+        assert codec.item_size(started) < ONE_KB
+        assert store.sizes and store.sizes[0][0] == 1
+        for turn, seat, snap_bytes, event_bytes in store.sizes:
+            where = f"seed {seed} turn {turn} {seat}: snapshot {snap_bytes} event {event_bytes}"
+            assert snap_bytes < ONE_KB and event_bytes < ONE_KB, where
+            assert codec.read_units(snap_bytes) == 1.0, where
+            units = codec.write_units(snap_bytes, transactional=True) + codec.write_units(
+                event_bytes, transactional=True
+            )
+            assert units == 4.0, where
+        if harry.startswith("ai:planner"):  # a point per Harry move, in the log
+            history = read_log(store, gid)[1]
+            harry_turns = [t for t, s, _, _ in store.sizes if s == "harry"]
+            assert [p.turn for p in history] == harry_turns
+            assert "harry" not in store.load(gid).beliefs
+
+
+def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
+    store, _ = play_kind("standard", "human", "ai:reference", 3)
+    turns = [t for t, _, _, _ in store.sizes]
+    assert turns[0] == 1 and turns[-1] == 50
+
+
+# ---------------------------------------------------------------- the planner: rebuilt == restored
+@pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=["classic", "standard"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_planner_rebuilt_from_its_view_decides_as_the_restored_one(
+    rules: RuleSet, mode: str
+) -> None:
+    voldemort = VOLDEMORT_BRAINS.create("reference", rules)
+    decisions = 0
+    for seed in range(3):
+        state, _ = engine.new_game(rules, seed)
+        blob = PlannerHarry(rules, mode).snapshot()
+        while not state.over:
+            if state.phase == "voldemort":
+                move: AnyAction = voldemort.decide(
+                    voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
+                )
+            else:
+                view = harry_view(state)
+                restored = PlannerHarry.restore(rules, blob)  # the old path: blob per turn
+                restored.sync(view)
+                rebuilt = PlannerHarry(rules, mode)  # the new path: nothing stored
+                rebuilt.sync(view)
+                assert np.array_equal(restored.belief.marginals(), rebuilt.belief.marginals())
+                assert restored.belief.entropy() == rebuilt.belief.entropy()
+                move = restored.choose(view).move
+                assert rebuilt.choose(view).move == move, f"seed {seed} turn {state.turn}"
+                blob = restored.snapshot()
+                decisions += 1
+            state, _ = engine.apply(state, move)
+    assert decisions >= 30
+
+
+def test_the_service_stores_no_planner_blob_and_drops_a_stale_one() -> None:
+    store = MemoryStore()
+    service = GameService(store)
+    created = service.create_game(
+        SeatRequest(kind="ai", brain="planner"),
+        SeatRequest(kind="ai", brain="reference"),
+        rules="standard",
+        seed=4,
+    )
+    gid = created["game_id"]
+    snap = store.load(gid)
+    stale = PlannerHarry(STANDARD).snapshot()
+    seeded = snap.model_copy(update={"beliefs": {"harry": stale}, "version": snap.version + 1})
+    store.repair_snapshot(snap.version, seeded)  # a game stored with the old blob
+    outcome = service.play_ai_turn(gid, "harry", 0)
+    assert outcome.status == "played"
+    after = store.load(gid)
+    assert after.beliefs == {} and len(after.belief_history) == 1
+    item = store.raw_items(gid)[0]
+    assert "belief" not in item and codec.decode_point(item["bpt"]["B"]).turn == 1
