@@ -298,3 +298,21 @@ def test_snapshot_round_trip_is_identical_and_small() -> None:
 def test_harry_brains_registered() -> None:
     for name in ("planner", "planner:trigger", "planner-window:8", "seed-heuristic"):
         assert HARRY_BRAINS.create(name, CLASSIC) is not None
+
+
+def test_budget_priors_weight_the_charges_and_survive_a_snapshot() -> None:
+    positive = Observation(location="a", kind="search", outcome="positive", sensor="harry")
+    record = HarryRecord(turn=3, action=Search(location="a"), observations=(positive,))
+    spent = BayesBelief(SMALL, "trigger", charge_prior=(1.0, 0.0, 0.0))  # no charge left
+    static = BayesBelief(SMALL, "static")
+    for belief in (spent, static):
+        belief.update(record)
+    assert spent.occupancy()["a"] == pytest.approx(static.occupancy()["a"], abs=1e-12)
+    unsure = BayesBelief(SMALL, "mixture", charge_prior=(1.0, 1.0, 1.0), decoy_prior=(1, 2, 1))
+    unsure.update(record)
+    again = BayesBelief.restore(SMALL, unsure.snapshot())
+    assert (again.marginals() == unsure.marginals()).all()
+    with pytest.raises(ValueError, match="charge_prior"):
+        BayesBelief(SMALL, charge_prior=(1.0, 1.0))
+    with pytest.raises(ValueError, match="decoy_prior"):
+        BayesBelief(SMALL, decoy_prior=(1.0,))

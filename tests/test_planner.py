@@ -11,7 +11,13 @@ import pytest
 import horcrux.agents.planner  # noqa: F401  (registers the brains)
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.agents.planner import PlannerHarry, PlannerParams, WindowPlannerHarry, plan
+from horcrux.agents.planner import (
+    PlannerHarry,
+    PlannerParams,
+    WindowPlannerHarry,
+    plan,
+    tie_order,
+)
 from horcrux.belief.bayes import BayesBelief
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
@@ -187,7 +193,8 @@ def test_window_uses_only_the_last_w_observations() -> None:
     view = _view(CLASSIC).model_copy(update={"history": tuple(old + recent), "turn": 10})
     brain = WindowPlannerHarry(CLASSIC, 4)
     brain.sync(view)
-    fresh = BayesBelief(CLASSIC)
+    # turns 1-5 forgotten: the rebuild starts from the ignorance prior on both budgets
+    fresh = BayesBelief(CLASSIC, charge_prior=(1.0,) * 4, decoy_prior=(1.0,) * 4)
     for record in recent:
         fresh.update(record)
     assert (brain.belief.marginals() == fresh.marginals()).all()
@@ -226,3 +233,58 @@ def test_planner_wins_most_classic_games_against_the_reference() -> None:
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(Exception, match="unknown planner mode"):
         HARRY_BRAINS.create("planner:nope", CLASSIC)
+
+
+def _searches(outcomes: list[tuple[str, str]]) -> tuple[HarryRecord, ...]:
+    out = []
+    for turn, (loc, outcome) in enumerate(outcomes, start=1):
+        obs = Observation(location=loc, kind="search", outcome=outcome, sensor="harry")
+        out.append(HarryRecord(turn=turn, action=Search(location=loc), observations=(obs,)))
+    return tuple(out)
+
+
+def test_window_rebuild_prior_knows_the_start_and_forgets_the_budgets() -> None:
+    brain = WindowPlannerHarry(CLASSIC, 8)
+    assert brain.rebuild_prior(1, 3) == {"horcruxes": 3}  # the game's own start
+    prior = brain.rebuild_prior(12, 2)
+    assert prior["horcruxes"] == 2
+    assert prior["charge_prior"] == (1.0,) * (CLASSIC.relocations + 1)
+    assert prior["decoy_prior"] == (1.0,) * (CLASSIC.decoys + 1)
+
+
+def test_window_covering_the_whole_game_is_the_full_planner() -> None:
+    history = _searches([("hogwarts", "positive"), ("azkaban", "negative")] * 3)
+    view = _view(CLASSIC, turn=7).model_copy(update={"history": history})
+    window, full = WindowPlannerHarry(CLASSIC, 8), PlannerHarry(CLASSIC)
+    window.sync(view)
+    full.sync(view)
+    assert np.allclose(window.belief.marginals(), full.belief.marginals(), atol=1e-12)
+    short = WindowPlannerHarry(CLASSIC, 4)
+    short.sync(view)
+    assert not np.allclose(short.belief.marginals(), full.belief.marginals(), atol=1e-3)
+
+
+def test_window_positive_sticks_more_once_charges_may_be_spent() -> None:
+    # the same remembered positive, at the start (Voldemort surely holds R charges: the
+    # trigger model moves it) and after forgotten turns (charges uncertain): the second
+    # Harry believes it more
+    positive = _searches([("hogwarts", "positive")])[0]
+    start = BayesBelief(CLASSIC, "trigger")
+    start.update(positive)
+    later = BayesBelief(CLASSIC, "trigger", charge_prior=(1.0,) * 4, decoy_prior=(1.0,) * 4)
+    later.update(positive.model_copy(update={"turn": 20}))
+    assert later.occupancy()["hogwarts"] > start.occupancy()["hogwarts"] + 0.1
+
+
+def test_ties_are_broken_by_a_per_turn_order_not_the_board() -> None:
+    orders = {tuple(tie_order(15, t)) for t in range(1, 30)}
+    assert len(orders) > 20
+    assert all(sorted(o) == list(range(15)) for o in orders)
+    belief = FixedBelief(CLASSIC, [0.2] * 15)  # nothing to choose between
+    picks = {
+        plan(belief, _view(CLASSIC, turn=t), PlannerParams()).move.location  # type: ignore[union-attr]
+        for t in range(1, 40)
+    }
+    assert len(picks) > 5
+    board = PlannerParams(ties="board")
+    assert plan(belief, _view(CLASSIC), board).move == Search(location=CLASSIC.locations[0])

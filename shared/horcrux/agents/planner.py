@@ -7,7 +7,11 @@
   the most expected information this turn: Harry's search, Hermione's sharper search,
   Ron's two searches or Dumbledore's exact reveal (allies as `view.allies` allows).
 * `planner-window:W`: the same Harry rebuilding his belief each turn from only his last
-  W observations (the memory ablation of BELIEF.md section 6).
+  W observations (the memory ablation of BELIEF.md section 6; the rebuild's prior is
+  explained on `WindowPlannerHarry`).
+
+Among equally good locations every planner takes the first in a per-turn shuffled order
+(`tie_order`), not board order: see `tie_order` and `WindowPlannerHarry`.
 * `seed-heuristic`: the article's map and rule (attack the top location when the map's
   entropy is below 1 bit, else search the top location; 10% of turns search a random
   non-top location instead).
@@ -26,14 +30,15 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
-from horcrux.agents.decision import DecisionRecord, Source
-from horcrux.belief.bayes import DEFAULT_MODE, MODES, BayesBelief
+from horcrux.belief.bayes import DEFAULT_MODE, MODES, BayesBelief, FloatArray
 from horcrux.belief.heuristic import HeuristicBelief
+from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
 from horcrux.rules import RuleSet
@@ -54,6 +59,7 @@ class PlannerParams:
     dumbledore_min: float = 0.30
     dumbledore_weight: float = 1.0
     info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (BELIEF.md I_j)
+    ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -68,9 +74,30 @@ class Choice:
     value: float
 
 
-def _board_argmax(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
-    """Index of the largest value, the first in board order on ties."""
-    return int(np.argmax(values))
+_TIE = 1e-9
+
+
+@lru_cache(maxsize=256)
+def tie_order(n: int, turn: int) -> FloatArray:
+    """Tie-break ranks for the n locations at `turn`: a permutation drawn from the turn.
+
+    Harry has no reason to prefer one of several equally good locations; a fixed board
+    order would make a forgetful Harry (the memory window) cycle through the same few
+    locations he keeps forgetting and never reach the others. Deterministic in the turn,
+    so a decision stays a pure function of the view (snapshots, the gated brain's shadow).
+    """
+    ranks = list(range(n))
+    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
+    out = np.array(ranks, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def _argmax(values: FloatArray, ties: FloatArray) -> int:
+    """Index of the largest value; among (near-)equals, the lowest tie rank."""
+    top = float(values.max())
+    near = values >= top - _TIE * max(1.0, abs(top))
+    return int(np.argmin(np.where(near, ties, np.inf)))
 
 
 class PlannerHarry:
@@ -154,6 +181,7 @@ class PlannerHarry:
             dumbledore_min=head["params"]["dumbledore_min"],
             dumbledore_weight=head["params"]["dumbledore_weight"],
             info_target=head["params"]["info_target"],
+            ties=head["params"].get("ties", "shuffle"),
         )
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
@@ -166,7 +194,12 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     locs = rules.locations
     m = belief.marginals()
     k = view.horcruxes_left
-    best = _board_argmax(m)
+    ties = (
+        tie_order(len(locs), view.turn)
+        if params.ties == "shuffle"
+        else np.arange(len(locs), dtype=np.float64)
+    )
+    best = _argmax(m, ties)
     spare = view.attacks_left - k
     if view.attacks_left > 0 and (
         view.turns_left <= k or float(m[best]) >= params.threshold(spare)
@@ -177,25 +210,25 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
-    j = _board_argmax(info)
+    j = _argmax(info, ties)
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]
     allies = view.allies
     if "hermione" in allies and allies["hermione"].available:
         her = info_of(rules.sensor_of("hermione"))
-        h = _board_argmax(her)
+        h = _argmax(her, ties)
         options.append(
             Choice(Ally(ally="hermione", locations=(locs[h],)), "hermione", float(her[h]))
         )
     if "ron" in allies and allies["ron"].available:
-        order = np.argsort(-info, kind="stable")
-        a, b = int(order[0]), int(order[1])
+        a = j
+        b = _argmax(np.where(np.arange(len(locs)) == a, -np.inf, info), ties)
         options.append(
             Choice(Ally(ally="ron", locations=(locs[a], locs[b])), "ron", float(info[a] + info[b]))
         )
     if "dumbledore" in allies and allies["dumbledore"].available:
         reveal = belief.reveal_information() * params.dumbledore_weight
         reveal = np.where(m >= params.dumbledore_min, reveal, -1.0)
-        d = _board_argmax(reveal)
+        d = _argmax(reveal, ties)
         if reveal[d] > 0.0:
             options.append(
                 Choice(
@@ -206,26 +239,63 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
 
 
 class WindowPlannerHarry(PlannerHarry):
-    """The planner, but rebuilding its belief each turn from its last W observations only."""
+    """The planner, but rebuilding its belief each turn from its last W observations only.
+
+    Same reasoning, different memory (BELIEF.md section 6): the same models, filter,
+    predictive step and decision rule (thresholds included) as the full planner; only
+    the record the belief is rebuilt from is cut to the last W observations ("events":
+    one per search or attack, Ron's use counting two; in the classic preset, turns).
+
+    The prior of the rebuild is what a calibrated Harry who forgot the older events, but
+    still sees his view (the turn, attacks left, Horcruxes destroyed), should believe at
+    the first turn t0 he remembers:
+
+    * where: uniform over the sets of k0 = Horcruxes left + those destroyed inside the
+      window (he forgot every search that located them; by symmetry nothing else holds);
+    * relocation charges: if nothing is forgotten (t0 = 1), the game's start, surely R;
+      otherwise he cannot tell how many of the forgotten positives made Voldemort move,
+      so the maximum-entropy prior, uniform over r = 0..R. ("Surely R" makes every
+      remembered positive a relocation under the trigger model and he never attacks;
+      "surely 0" makes every positive stick and he wastes attacks on moved Horcruxes.)
+    * decoys: likewise, the number already planted is uniform over 0..D once anything
+      is forgotten (the planting models stop planting when the budget is spent). Where
+      they went is not modelled (c_j starts at 0, as at turn 1): the planting rule
+      follows the public evidence of the whole game, which he forgot; a uniform c_0
+      would cap P(real | responds) near 1/2 and stop him attacking altogether.
+
+    The predictive step runs after every remembered turn, as in the full filter (the
+    window is a cut of the same record, not a different model). Equal locations are
+    broken by the per-turn shuffle of `plan`: a fixed board order makes a W < N Harry
+    cycle through the same few locations he keeps forgetting. With the whole game in
+    the window (t0 = 1) the rebuild is exactly the full planner's belief.
+    Measured (classic, reference Voldemort, 2000 games): see the project's docs.
+    """
 
     def __init__(self, rules: RuleSet, window: int, mode: str = DEFAULT_MODE) -> None:
         super().__init__(rules, mode)
         self.window = window
         self.name = f"planner-window:{window}"
-        # relocation charges the forgetful Harry assumes at each rebuild (None: all R;
-        # 0 measured worse: 12% vs 33% wins at W=16 over 300 games)
-        self.charges: int | None = None
+
+    def rebuild_prior(self, first_turn: int, horcruxes: int) -> dict[str, Any]:
+        """The keyword arguments of the rebuild's `BayesBelief` (see the class doc)."""
+        forgotten = max(0, first_turn - 1)
+        if forgotten == 0:
+            return {"horcruxes": horcruxes}
+        return {
+            "horcruxes": horcruxes,
+            "charge_prior": (1.0,) * (self.rules.relocations + 1),
+            "decoy_prior": (1.0,) * (self.rules.decoys + 1),
+        }
 
     def sync(self, view: HarryView) -> None:
         flat = [(r.turn, obs) for r in view.history for obs in r.observations]
         recent = flat[-self.window :] if self.window > 0 else []
         destroyed = sum(1 for _, obs in recent if obs.outcome == "destroyed")
-        belief = BayesBelief(
-            self.rules,
-            self.mode,
-            horcruxes=min(self.rules.horcruxes, view.horcruxes_left + destroyed),
-            charges=self.charges,
-        )
+        k0 = min(self.rules.horcruxes, view.horcruxes_left + destroyed)
+        first_turn = recent[0][0] if recent else view.turn
+        if recent and len(recent) == len(flat):
+            first_turn = 1  # he remembers everything
+        belief = BayesBelief(self.rules, self.mode, **self.rebuild_prior(first_turn, k0))
         groups: list[tuple[int, list[Observation]]] = []
         for turn, obs in recent:
             if groups and groups[-1][0] == turn:

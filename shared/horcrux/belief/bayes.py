@@ -199,17 +199,36 @@ class _Filters:
     """
 
     def __init__(
-        self, models: tuple[AdversaryModel, ...], n: int, k: int, charges: int, decoys: int
+        self,
+        models: tuple[AdversaryModel, ...],
+        n: int,
+        k: int,
+        charges: int,
+        decoys: int,
+        charge_prior: tuple[float, ...] | None = None,
+        decoy_prior: tuple[float, ...] | None = None,
     ) -> None:
         self.models = models
         self.n = n
         self.tab = _tables(n, k)
         self.count = count = len(models)
         self.w: FloatArray = np.zeros((charges + 1, count, len(self.tab.sets)))
-        self.w[charges] = 1.0 / len(self.tab.sets)
+        if charge_prior is None:
+            self.w[charges] = 1.0 / len(self.tab.sets)
+        else:
+            if len(charge_prior) != charges + 1:
+                raise ValueError(f"charge_prior needs {charges + 1} weights (r = 0..{charges})")
+            prior = np.array(charge_prior, dtype=np.float64)
+            self.w[:] = (prior / prior.sum())[:, None, None] / len(self.tab.sets)
         self.c: FloatArray = np.zeros((count, n))
         self.used: FloatArray = np.zeros((count, decoys + 1))
-        self.used[:, 0] = 1.0
+        if decoy_prior is None:
+            self.used[:, 0] = 1.0
+        else:  # decoys already planted, for the models that plant
+            if len(decoy_prior) != decoys + 1:
+                raise ValueError(f"decoy_prior needs {decoys + 1} weights (0..{decoys} used)")
+            prior = np.array(decoy_prior, dtype=np.float64)
+            self.used[:] = prior / prior.sum()
         self.log_evidence: FloatArray = np.zeros(count)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
@@ -380,7 +399,10 @@ class BayesBelief:
     Works for any `RuleSet`. `mode` is one of `MODES` (`trigger`, `hazard`, `static`,
     `mixture`), or pass `models` explicitly (e.g. with priors from cross-game memory).
     `horcruxes` / `charges` override the starting k and R (the memory-window ablation
-    rebuilds a map mid-game).
+    rebuilds a map mid-game); `charge_prior` replaces "surely R charges" by weights over
+    r = 0..R, and `decoy_prior` "surely no decoy planted yet" by weights over 0..D decoys
+    used: what a Harry who forgot the start of the game should believe about Voldemort's
+    budgets.
     """
 
     def __init__(
@@ -391,6 +413,8 @@ class BayesBelief:
         models: tuple[AdversaryModel, ...] | None = None,
         horcruxes: int | None = None,
         charges: int | None = None,
+        charge_prior: tuple[float, ...] | None = None,
+        decoy_prior: tuple[float, ...] | None = None,
     ) -> None:
         if models is None:
             if mode not in MODES:
@@ -406,7 +430,17 @@ class BayesBelief:
         self._index = {loc: i for i, loc in enumerate(rules.locations)}
         self._start_k = rules.horcruxes if horcruxes is None else horcruxes
         self._start_r = rules.relocations if charges is None else charges
-        self._filters = _Filters(models, self._n, self._start_k, self._start_r, rules.decoys)
+        self._charge_prior = None if charge_prior is None else tuple(map(float, charge_prior))
+        self._decoy_prior = None if decoy_prior is None else tuple(map(float, decoy_prior))
+        self._filters = _Filters(
+            models,
+            self._n,
+            self._start_k,
+            self._start_r,
+            rules.decoys,
+            self._charge_prior,
+            self._decoy_prior,
+        )
         self._log_prior = np.log(np.array([m.prior for m in models], dtype=np.float64))
         self._evidence: FloatArray = np.zeros(self._n)  # public evidence, as Voldemort sees it
         self._log: list[tuple[int, int, int, int, int]] = []  # (turn, kind, loc, outcome, sensor)
@@ -574,13 +608,17 @@ class BayesBelief:
     # ------------------------------------------------------------ persistence
     def snapshot(self) -> bytes:
         """Construction parameters and the observation log, zlib'd (~200 B at turn 50)."""
-        header = {
+        header: dict[str, object] = {
             "v": _SNAPSHOT_VERSION,
             "mode": self.mode,
             "models": [asdict(m) for m in self.models],
             "k": self._start_k,
             "r": self._start_r,
         }
+        if self._charge_prior is not None:
+            header["cp"] = list(self._charge_prior)
+        if self._decoy_prior is not None:
+            header["dp"] = list(self._decoy_prior)
         head = json.dumps(header, separators=(",", ":")).encode()
         body = bytearray(struct.pack("<HH", len(head), len(self._ends)))
         body += head
@@ -604,8 +642,15 @@ class BayesBelief:
         if header.get("v") != _SNAPSHOT_VERSION:
             raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
         models = tuple(AdversaryModel(**m) for m in header["models"])
+        cp, dp = header.get("cp"), header.get("dp")
         belief = cls(
-            rules, header["mode"], models=models, horcruxes=header["k"], charges=header["r"]
+            rules,
+            header["mode"],
+            models=models,
+            horcruxes=header["k"],
+            charges=header["r"],
+            charge_prior=None if cp is None else tuple(cp),
+            decoy_prior=None if dp is None else tuple(dp),
         )
         for _ in range(turns):
             turn, count = struct.unpack_from("<HB", raw, offset)
