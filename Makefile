@@ -11,7 +11,7 @@ GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench synth clean
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval season synth clean
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -19,7 +19,9 @@ help:
 	@echo "make demo       replay one game turn by turn and simulate $(GAMES) games"
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
 	@echo "make bench      print the benchmarks' figures"
+	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
+	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
 	@echo "make synth      synthesise the CDK app offline (layers built without Docker)"
 	@echo "make format     apply ruff's formatter and safe fixes"
 
@@ -68,6 +70,12 @@ bench: venv
 	@for script in benchmarks/bench_*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \
 	done
+
+eval: venv
+	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs
+
+season: venv
+	$(BIN)/horcrux season --voldemort $(if $(filter reference,$(VOLDEMORT)),decoy-heavy,$(VOLDEMORT)) --games $(GAMES) --out docs/img/season
 
 node_modules: package.json package-lock.json
 	npm ci --no-audit --no-fund

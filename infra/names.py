@@ -74,6 +74,10 @@ API_ROUTES: Final = (
     ("GET", "/games/{id}/events"),
     ("GET", "/games/{id}/replay"),
     ("GET", "/openapi.json"),
+    # ECHO's operator routes (docs/ECHO.md)
+    ("GET", "/memory/{agent}"),
+    ("POST", "/memory/corrections"),
+    ("DELETE", "/memory/{agent}"),
 )
 CORS_HEADERS: Final = ("authorization", "content-type", "idempotency-key")
 CORS_MAX_AGE_S: Final = 600
@@ -159,8 +163,9 @@ TURN_SEATS: Final = {"harry": HARRY_TURN, "voldemort": VOLDEMORT_TURN}
 DYNAMO_ACTIONS: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "api": {
         # create (transaction: event + snapshot), join (PutItem), move (transaction),
-        # GET /games/{id} (GetItem), events and replay (Query), the lobby (Query on the index)
-        "games": ("dynamodb:GetItem", "dynamodb:PutItem"),
+        # GET /games/{id} (GetItem), events and replay (Query), the lobby (Query on the index);
+        # the /memory routes (GetItem, PutItem; DELETE /memory: DeleteItem)
+        "games": ("dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"),
         "lobby": ("dynamodb:Query",),
         "events": ("dynamodb:PutItem", "dynamodb:Query"),
         # Powertools' DynamoDBPersistenceLayer

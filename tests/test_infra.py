@@ -383,7 +383,7 @@ def test_the_routes_are_exactly_the_apps_routes(doc: Json) -> None:
     source = (ROOT / "shared" / "horcrux" / "api" / "app.py").read_text()
     app_routes = {
         (method.upper(), _normalised(path))
-        for method, path in re.findall(r'@app\.(get|post)\(\s*"([^"]+)"', source)
+        for method, path in re.findall(r'@app\.(get|post|delete)\(\s*"([^"]+)"', source)
     }
     routes = {
         tuple(r["Properties"]["RouteKey"].split(" ", 1))

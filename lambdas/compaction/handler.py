@@ -132,6 +132,14 @@ def make_handler(
             )
         if outcome.written:
             sink.add_metric(name="ResultsWritten", unit=MetricUnit.Count, value=1)
+        if outcome.memory is not None:
+            sink.add_metric(name="MemoryConsolidated", unit=MetricUnit.Count, value=1)
+            if outcome.memory.leaked:  # the leaky bucket: the previous version was kept
+                sink.add_metric(name="MemoryLeakPrevented", unit=MetricUnit.Count, value=1)
+                logger.warning(
+                    "a consolidation would drop too much memory; kept the previous version",
+                    extra={"game_id": game_id, "dropped_share": outcome.memory.dropped_share},
+                )
         logger.info(
             "game compacted",
             extra={

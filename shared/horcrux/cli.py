@@ -190,6 +190,97 @@ def cmd_play(args: argparse.Namespace) -> int:
     return play(args.api, **options)
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from horcrux.evaluation import plots, report, runner
+
+    rules = preset(args.rules)
+    harrys = tuple(args.harry.split(",")) if args.harry else runner.HARRY_ARCHITECTURES
+    voldemorts = (
+        tuple(args.voldemort.split(",")) if args.voldemort else runner.VOLDEMORT_ADVERSARIES
+    )
+    probe, _ = new_game(rules, args.seed)  # fail fast on a bad spec
+    for h in harrys:
+        HARRY_BRAINS.entry(h)
+    for v in voldemorts:
+        VOLDEMORT_BRAINS.create(v, rules, truth=lambda: probe)
+    workers = args.workers or os.cpu_count() or 1
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    start = time.monotonic()
+
+    def tick(done: int, total: int) -> None:
+        if show and (done == total or done % max(1, total // 200) == 0):
+            filled = 30 * done // total
+            rate = done / max(time.monotonic() - start, 1e-9)
+            sys.stderr.write(
+                f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} games  {rate:,.0f}/s"
+            )
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    records = runner.run_grid(
+        args.rules, harrys, voldemorts, args.games, args.seed, workers, on_result=tick
+    )
+    llm_records = runner.run_llm_rows(args.rules, voldemorts[0], args.llm_games, args.seed)
+    seconds = time.monotonic() - start
+    data = report.build_report(
+        records,
+        rules=args.rules,
+        games=args.games,
+        seed=args.seed,
+        workers=workers,
+        seconds=seconds,
+        harrys=harrys,
+        voldemorts=voldemorts,
+        system_tokens=runner.system_tokens(args.rules),
+        max_turns=rules.max_turns,
+        llm_records=llm_records,
+        llm_games=args.llm_games,
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    images = [] if args.no_plots else plots.write_all(data, out / "img")
+    (out / "evaluation.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    (out / "EVALUATION.md").write_text(report.render_markdown(data, images))
+    print(f"{len(records)} games in {seconds:.0f} s on {workers} workers; report in {out}/")
+    return 0
+
+
+def cmd_season(args: argparse.Namespace) -> int:
+    from horcrux.echo.season import run_season, write_season
+
+    season = run_season(
+        args.voldemort,
+        args.games,
+        seed=args.seed,
+        rules=args.rules,
+        switch_to=args.switch_to,
+        switch_at=args.switch_at,
+    )
+    data = season.as_dict()
+    if args.out:
+        write_season(data, args.out, plot=not args.no_plots)
+    if args.json:
+        print(json.dumps(data, sort_keys=True))
+        return 0
+    print(
+        f"{args.games} games vs {args.voldemort}"
+        + (f" -> {args.switch_to} at game {season.switch_at}" if args.switch_to else "")
+        + f": memory on {data['win_rate_on']:.1%}, off {data['win_rate_off']:.1%};"
+        f" second half on {data['second_half_on']:.1%}, off {data['second_half_off']:.1%}"
+        f" ({data['second_half_gain_points']:+.1f} points); memory items max"
+        f" {data['memory_items_max']}, last {data['memory_items_last']}"
+    )
+    for point in data["curve"]:
+        print(f"  games {point['games']:>9}: on {point['on']:.0%}  off {point['off']:.0%}")
+    if "adaptation_games" in data:
+        print(f"  games to adapt after the switch: {data['adaptation_games']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="horcrux", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -241,6 +332,39 @@ def build_parser() -> argparse.ArgumentParser:
     ply.add_argument("--seed", type=int, default=None, help="default: drawn by the server")
     ply.add_argument("--join", metavar="GAME_ID", default=None, help="join an open game's seat")
     ply.set_defaults(func=cmd_play)
+
+    ev = sub.add_parser(
+        "evaluate",
+        help="every Harry architecture against each Voldemort on the same seeds: a report",
+        description="Paired evaluation: markdown, JSON and PNG figures into --out.",
+    )
+    ev.add_argument("--harry", default=None, help="comma-separated specs (default: all)")
+    ev.add_argument("--voldemort", default=None, help="comma-separated specs (default: all)")
+    ev.add_argument("--rules", default="classic", choices=sorted(PRESETS))
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--games", type=_positive, default=2000)
+    ev.add_argument("--workers", type=_positive, default=None, help="default: every core")
+    ev.add_argument("--llm-games", type=int, default=0, help="games of the LLM rows (needs a key)")
+    ev.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
+    ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    ev.set_defaults(func=cmd_evaluate)
+
+    sea = sub.add_parser(
+        "season",
+        help="consecutive games vs one opponent, memory on and off on the same seeds",
+        description="ECHO's measure (docs/ECHO.md): a learning curve, paired seeds.",
+    )
+    sea.add_argument("--voldemort", default="reference")
+    sea.add_argument("--games", type=_positive, default=200)
+    sea.add_argument("--seed", type=int, default=0)
+    sea.add_argument("--rules", default="classic", choices=sorted(PRESETS))
+    sea.add_argument("--switch-to", default=None, help="the opponent's style after the switch")
+    sea.add_argument("--switch-at", type=_positive, default=None, help="default: halfway")
+    sea.add_argument("--out", default=None, help="write season.json (and season.png) here")
+    sea.add_argument("--no-plots", action="store_true")
+    sea.add_argument("--json", action="store_true")
+    sea.set_defaults(func=cmd_season)
 
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)

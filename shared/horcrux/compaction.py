@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -298,6 +299,9 @@ class CompactionOutcome:
     repaired: bool
     written: bool
     """False when the record was already stored (a retry): nothing new was written."""
+    memory: Any = None
+    """The ECHO consolidation of this game (`horcrux.echo.core.Consolidation`), or None
+    (a person's Harry, a store without scope items, or already consolidated)."""
 
 
 def compact(
@@ -325,4 +329,14 @@ def compact(
     history = full_belief_history(logged, snapshot)
     summary = summarise_game(events, game_id=game_id, seats=snapshot.seats, belief_history=history)
     written = store.put_result(summary, belief_history=history, keep=keep)
-    return CompactionOutcome(summary=summary, mismatch=mismatch, repaired=repaired, written=written)
+    memory = None
+    if callable(getattr(store, "put_scope_item", None)):
+        # ECHO: consolidate into the scope's memory right after its recent results, so
+        # the next game's start reads what this end wrote (docs/ECHO.md). Also on a retry
+        # (`written` False): the memory is idempotent per game and may be what failed.
+        from horcrux.echo.persist import remember
+
+        memory = remember(store, summary, events=events)  # type: ignore[arg-type]
+    return CompactionOutcome(
+        summary=summary, mismatch=mismatch, repaired=repaired, written=written, memory=memory
+    )

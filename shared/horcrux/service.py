@@ -19,12 +19,14 @@ writes nothing.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import math
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -32,8 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.gated import GatedHarry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.agents.planner import PlannerHarry
+from horcrux.belief.bayes import DEFAULT_MODE, AdversaryModel, BayesBelief
 from horcrux.errors import GameOver, HorcruxError, IllegalAction, NotYourTurn, UnknownBrain
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Pass, Seat
 from horcrux.rules import PRESETS
@@ -208,6 +212,20 @@ def rebuilt_from_view(brain: Any) -> bool:
     return isinstance(brain, VIEW_REBUILT_BRAINS)
 
 
+ECHO_KEY = "harry.echo"
+"""The snapshot's `beliefs` entry holding what an AI Harry's first turn read from its
+cross-game memory (adversary models, memory line), so later turns rebuild the same brain
+without reading the memory again (docs/ECHO.md)."""
+
+
+def _memory_planner(brain: Any) -> PlannerHarry | None:
+    """The planner whose adversary models cross-game memory sets (default mode only)."""
+    planner = brain.planner if isinstance(brain, GatedHarry) else brain
+    if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
+        return planner if planner.mode == DEFAULT_MODE else None
+    return None
+
+
 def default_harry_brain() -> str:
     """The brain an AI Harry plays with when the request names none."""
     return DEFAULT_HARRY_BRAIN
@@ -306,6 +324,9 @@ class GameService:
         self.inline_ai = inline_ai
         self.ttl_seconds = ttl_seconds
         self._harry_default = harry_default
+        self._pinned: bytes | None = None
+        self.memory_counts: Counter[str] = Counter()
+        """`read`, `rebuilt:<why>` (the start-up check's mismatches), `applied`."""
 
     # ------------------------------------------------------------ auth
     @staticmethod
@@ -564,6 +585,8 @@ class GameService:
         if deadline_s is not None:
             settings["deadline_s"] = deadline_s
         brain: Any = registry.create(info.brain, rules, for_seat=True, settings=settings)
+        if seat == "harry":
+            self._apply_memory(snapshot, brain)
         data = snapshot.beliefs.get(seat)
         restore = getattr(type(brain), "restore", None)
         if data and callable(restore):
@@ -577,6 +600,63 @@ class GameService:
                 ):
                     return _Brain(restored, restored=True)
         return _Brain(brain)
+
+    def _memory_blob(self, snapshot: GameSnapshot) -> bytes | None:
+        """What this game's AI Harry reads from cross-game memory: pinned in the snapshot
+        after the first turn; on the first turn, read (and checked, rebuilt on a
+        mismatch) from the scope's memory item. None: nothing learned (or no memory)."""
+        if ECHO_KEY in snapshot.beliefs:
+            return snapshot.beliefs[ECHO_KEY]
+        if snapshot.state.turn != 1 or not callable(getattr(self.store, "put_scope_item", None)):
+            return None
+        from horcrux.compaction import scope_of
+        from horcrux.echo.persist import startup
+        from horcrux.echo.use import adversary_models, memory_line
+
+        scope = scope_of(snapshot.seats)
+        if scope is None:
+            return None
+        try:
+            got = startup(self.store, *scope)  # type: ignore[arg-type]
+        except Exception:  # memory must never stop a game
+            log.warning("cross-game memory of %s vs %s unavailable", *scope, exc_info=True)
+            self.memory_counts["error"] += 1
+            return None
+        self.memory_counts["read"] += 1
+        if got.rebuilt is not None:
+            self.memory_counts[f"rebuilt:{got.rebuilt}"] += 1
+            log.warning("memory of %s vs %s rebuilt from the events (%s)", *scope, got.rebuilt)
+        models = adversary_models(got.memory)
+        line = memory_line(got.memory)
+        if models is None and line is None:
+            return None
+        body = {"models": [asdict(m) for m in models] if models else None, "line": line}
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+    def _take_pinned(self) -> bytes | None:
+        """The memory pin this turn's brain was built with (to keep in the snapshot)."""
+        pinned, self._pinned = self._pinned, None
+        return pinned
+
+    def _apply_memory(self, snapshot: GameSnapshot, brain: Any) -> None:
+        planner = _memory_planner(brain)
+        if planner is None:
+            return
+        blob = self._memory_blob(snapshot)
+        if blob is None:
+            return
+        try:
+            body = json.loads(blob)
+            models = tuple(AdversaryModel(**m) for m in body.get("models") or ())
+        except (ValueError, TypeError):
+            log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
+            return
+        if models:
+            planner.belief = BayesBelief(planner.rules, models=models)
+        if isinstance(brain, GatedHarry) and body.get("line"):
+            brain.memory.memory_line = str(body["line"])
+        self.memory_counts["applied"] += 1
+        self._pinned = blob
 
     @staticmethod
     def _belief_of(brain: Any, seat: Seat, turn: int) -> tuple[dict[str, bytes], Any | None]:
@@ -635,6 +715,7 @@ class GameService:
             return outcome("skipped", f"not the {seat} AI's turn (phase {state.phase})")
         if deadline_s is not None and deadline_s < DEADLINE_FLOOR_S:
             raise DeadlineTooShort(f"{deadline_s:.2f} s left; the turn is left for a retry")
+        self._pinned = None
         made = self._build_brain(snapshot, seat, deadline_s)
         move = self._decide(made.brain, state, seat)
         try:
@@ -644,6 +725,9 @@ class GameService:
             move = self._fallback(state, seat)
             new_state, event = engine.apply(state, move)
         beliefs, point = self._belief_of(made.brain, seat, state.turn)
+        pinned = self._take_pinned()
+        if pinned is not None and ECHO_KEY not in snapshot.beliefs:
+            beliefs[ECHO_KEY] = pinned
         after = snapshot.advanced(new_state, beliefs=beliefs, belief_point=point)
         if seat not in beliefs and seat in after.beliefs:  # a stale blob: drop it
             kept = {k: v for k, v in after.beliefs.items() if k != seat}

@@ -1,6 +1,6 @@
 """Seat brains. Importing this package registers every built-in brain."""
 
-from horcrux.agents import gated, harry_baselines, llm, planner, voldemort
+from horcrux.agents import adversaries, gated, harry_baselines, llm, planner, voldemort
 from horcrux.agents.base import (
     HARRY_BRAINS,
     VOLDEMORT_BRAINS,
@@ -21,6 +21,7 @@ __all__ = [
     "Registry",
     "VoldemortBrain",
     "VoldemortMove",
+    "adversaries",
     "gated",
     "harry_baselines",
     "llm",

@@ -29,6 +29,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from horcrux.api import errors
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.schemas import (
+    CorrectionRequest,
     CreatedResponse,
     CreateGameRequest,
     ErrorResponse,
@@ -57,6 +58,11 @@ API_TITLE = "Horcrux Hunt"
 API_VERSION = "1.0.0"
 
 GameId = Annotated[str, Path(min_length=1, max_length=128, description="the game's id")]
+AgentSpec = Annotated[str, Path(min_length=1, max_length=128, description="the AI Harry's spec")]
+OpponentId = Annotated[
+    str, Query(min_length=1, max_length=128, description="a Voldemort brain or player id")
+]
+
 Authorization = Annotated[
     str | None,
     Header(max_length=512, description="`Bearer <token>` of a seat; omit to spectate"),
@@ -323,6 +329,68 @@ def build_app(
     )
     def replay(game_id: GameId) -> ReplayResponse:
         return ReplayResponse.model_validate(service.replay(game_id))
+
+    # -------------------------------------------------------------- memory (operator)
+    def _memory_store() -> Any:
+        store = service.store
+        if not callable(getattr(store, "put_scope_item", None)):
+            raise InvalidRequest("this store keeps no cross-game memory")
+        return store
+
+    @app.get(
+        "/memory/<agent>",
+        summary="a scope's cross-game memory, with validity intervals (operator token)",
+        responses={200: {"description": "the memory"}, **_ERRORS},
+        tags=["memory"],
+        security=[{"bearer": []}],
+    )
+    def get_memory(
+        agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        from horcrux.echo import ops
+
+        ops.authorize(bearer(authorization), agent)
+        return ops.inspect(_memory_store(), agent, opponent)
+
+    @app.post(
+        "/memory/corrections",
+        summary="add an operator correction or preference to a scope (operator token)",
+        responses={200: {"description": "the scope after it"}, **_ERRORS},
+        tags=["memory"],
+        security=[{"bearer": []}],
+    )
+    def post_correction(
+        body: Annotated[CorrectionRequest, Body()], authorization: Authorization = None
+    ) -> dict[str, Any]:
+        from horcrux.echo import ops
+
+        ops.authorize(bearer(authorization), body.agent)
+        return ops.correct(
+            _memory_store(),
+            body.agent,
+            body.opponent,
+            wrong=body.wrong,
+            right=body.right,
+            text=body.text,
+            subject=body.subject,
+            rate=body.rate,
+            kind=body.kind,
+        )
+
+    @app.delete(
+        "/memory/<agent>",
+        summary="forget a scope: its memory and recent results (operator token)",
+        responses={200: {"description": "what was deleted"}, **_ERRORS},
+        tags=["memory"],
+        security=[{"bearer": []}],
+    )
+    def delete_memory(
+        agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        from horcrux.echo import ops
+
+        ops.authorize(bearer(authorization), agent)
+        return ops.delete(_memory_store(), agent, opponent)
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[str]:

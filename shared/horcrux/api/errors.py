@@ -19,6 +19,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unauthorized": 401,
     # 403: a valid token playing the other seat's action
     "wrong_seat": 403,
+    "forbidden": 403,  # not the operator's token (memory routes), or out of its scope
     # 404: no such game (also an expired one), no such route
     "not_found": 404,
     "route_not_found": 404,

@@ -115,3 +115,21 @@ class ReplayResponse(_Response):
     belief_history: list[dict[str, Any]] = Field(
         description="AI Harry's belief per turn: entropy (bits) and the top-3 locations"
     )
+
+
+class CorrectionRequest(BaseModel):
+    """`POST /memory/corrections`: an operator's correction (or preference) for a scope.
+
+    Free text is stored as data: length-limited, and an LLM only ever sees it cleaned and
+    labelled as memory inside its context, never as an instruction."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, max_length=128, description="the AI Harry's spec")
+    opponent: str = Field(min_length=1, max_length=128, description="Voldemort brain or player")
+    wrong: str = Field(default="", max_length=200)
+    right: str = Field(default="", max_length=200)
+    text: str = Field(default="", max_length=200)
+    kind: Literal["correction", "preference"] = "correction"
+    subject: Literal["relocates", "immediate", "plant_top", "note"] = "note"
+    rate: float | None = Field(default=None, ge=0, le=1, description="the rate it asserts")

@@ -498,6 +498,42 @@ class DynamoDbStore:
             agent, opponent, self._get(results.recent_key(agent, opponent))
         )
 
+    # ------------------------------------------------------------ scope items (ECHO memory)
+    def scope_item(self, key: Item) -> Item | None:
+        """One strongly consistent GetItem of an `AGENT#...` item (None: absent)."""
+        return self._get(key)
+
+    def put_scope_item(self, item: Item, expected_version: int) -> None:
+        """PutItem of an `AGENT#...` item conditioned on the stored `v` being
+        `expected_version` (0: absent); Conflict(`version`) otherwise."""
+        sizes = self._check_size(item)
+        put: dict[str, Any] = {"TableName": self.settings.games_table, "Item": item}
+        if expected_version == 0:
+            put["ConditionExpression"] = "attribute_not_exists(#pk)"
+            put["ExpressionAttributeNames"] = {"#pk": "pk"}
+        else:
+            put["ConditionExpression"] = "#v = :v"
+            put["ExpressionAttributeNames"] = {"#v": "v"}
+            put["ExpressionAttributeValues"] = {":v": {"N": str(expected_version)}}
+        try:
+            self._call("PutItem", written=sizes, **put)
+        except Exception as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            raise Conflict(
+                f"scope item moved (expected version {expected_version})", reason="version"
+            ) from None
+
+    def delete_scope_items(self, *keys: Item) -> int:
+        """Delete `AGENT#...` items (one DeleteItem each); how many existed."""
+        gone = 0
+        for key in keys:
+            response = self._call(
+                "DeleteItem", TableName=self.settings.games_table, Key=key, ReturnValues="ALL_OLD"
+            )
+            gone += bool(response.get("Attributes"))
+        return gone
+
     def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
         check_repair(expected_version, snapshot)
         item = codec.encode_snapshot(snapshot)

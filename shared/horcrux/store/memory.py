@@ -244,6 +244,38 @@ class MemoryStore:
             self._games[(codec.game_pk(snapshot.game_id), codec.SNAPSHOT_SK)] = item
         return codec.as_stored(snapshot)
 
+    # ------------------------------------------------------------ scope items (ECHO memory)
+    def scope_item(self, key: Item) -> Item | None:
+        """One strongly consistent read of an `AGENT#...` item (None: absent)."""
+        with self._lock:
+            self.op_counts["GetItem"] += 1
+            return copy.deepcopy(self._games.get(self._key(key)))
+
+    def put_scope_item(self, item: Item, expected_version: int) -> None:
+        """Put an `AGENT#...` item whose `v` is expected_version + 1, conditioned on the
+        stored `v` being `expected_version` (0: absent); Conflict(`version`) otherwise."""
+        self._check_size(item)
+        key = self._key(item)
+        with self._lock:
+            self.op_counts["PutItem"] += 1
+            current = self._games.get(key)
+            stored = int(current["v"]["N"]) if current else 0
+            if stored != expected_version:
+                raise Conflict(
+                    f"{key} moved to version {stored} (expected {expected_version})",
+                    reason="version",
+                )
+            self._games[key] = copy.deepcopy(item)
+
+    def delete_scope_items(self, *keys: Item) -> int:
+        """Delete `AGENT#...` items (one DeleteItem each); how many existed."""
+        gone = 0
+        with self._lock:
+            for key in keys:
+                self.op_counts["DeleteItem"] += 1
+                gone += self._games.pop(self._key(key), None) is not None
+        return gone
+
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:
         """Every stored item of a game (snapshot first, then events by seq), expired or not."""

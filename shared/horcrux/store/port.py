@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 
 from horcrux.errors import HorcruxError
 from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
-from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
+from horcrux.store.results import RESULTS_MAX, GameSummary, Item, RecentResults
 
 AnyEvent = GameStarted | HarryMoved | VoldemortMoved
 TurnEvent = HarryMoved | VoldemortMoved
@@ -304,6 +304,24 @@ class ResultStore(GameStore, Protocol):
         still `expected_version`; `snapshot.version` must be `expected_version + 1`.
 
         Conflict(`version`, current=...) if it moved; NotFound if missing or expired."""
+        ...
+
+
+@runtime_checkable
+class ScopeStore(ResultStore, Protocol):
+    """The result store plus the per-scope `AGENT#...` items ECHO keeps (horcrux.echo)."""
+
+    def scope_item(self, key: Item) -> Item | None:
+        """One strongly consistent read of an `AGENT#...` item (None: absent)."""
+        ...
+
+    def put_scope_item(self, item: Item, expected_version: int) -> None:
+        """Put it if the stored `v` is `expected_version` (0: absent), else
+        Conflict(`version`)."""
+        ...
+
+    def delete_scope_items(self, *keys: Item) -> int:
+        """Delete items; how many existed."""
         ...
 
 

@@ -156,6 +156,15 @@ def results_sk(opponent: str) -> str:
     return f"OPP#{opponent}#RESULTS"
 
 
+def memory_sk(opponent: str) -> str:
+    return f"OPP#{opponent}#MEMORY"
+
+
+def memory_key(agent: str, opponent: str) -> Item:
+    """The scope's ECHO memory item (horcrux.echo): beside its recent results."""
+    return {"pk": {"S": agent_pk(agent)}, "sk": {"S": memory_sk(opponent)}}
+
+
 def result_key(game_id: str) -> Item:
     return {"pk": {"S": f"GAME#{game_id}"}, "sk": {"S": RESULT_SK}}
 

@@ -1,0 +1,59 @@
+"""ECHO: memory across games, per AI Harry and per opponent (docs/ECHO.md).
+
+Experiences are extracted from each game's `GameSummary` at its end, consolidated into
+patterns, beliefs (Beta posteriors with validity intervals) and skills, decayed, capped,
+recalled (BM25 + hashing vectors + recency), and used: learned beliefs set the Bayes
+filter's adversary parameters, skills and beliefs give the L1 context one memory line.
+Importing this package also registers the season's Voldemort styles (`late`,
+`decoy-heavy`)."""
+
+from horcrux.echo import opponents
+from horcrux.echo.config import EchoConfig, default_config, load_config
+from horcrux.echo.core import (
+    Consolidation,
+    add_correction,
+    check,
+    consolidate,
+    extract,
+    rebuild,
+    reinforce,
+    retention,
+)
+from horcrux.echo.model import (
+    MEMORY_SCHEMA,
+    Belief,
+    Correction,
+    EchoMemory,
+    Experience,
+    Pattern,
+    Skill,
+)
+from horcrux.echo.recall import mergeable, recall
+from horcrux.echo.use import adversary_models, learned_rates, memory_line
+
+__all__ = [
+    "MEMORY_SCHEMA",
+    "Belief",
+    "Consolidation",
+    "Correction",
+    "EchoConfig",
+    "EchoMemory",
+    "Experience",
+    "Pattern",
+    "Skill",
+    "add_correction",
+    "adversary_models",
+    "check",
+    "consolidate",
+    "default_config",
+    "extract",
+    "learned_rates",
+    "load_config",
+    "memory_line",
+    "mergeable",
+    "opponents",
+    "rebuild",
+    "recall",
+    "reinforce",
+    "retention",
+]

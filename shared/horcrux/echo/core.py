@@ -1,0 +1,529 @@
+"""ECHO's lifecycle, pure: extraction, consolidation (like sleep), decay, supersession,
+the cap and the leaky bucket, corrections, and the start-up check and rebuild.
+
+Nothing here reads a clock or a random source: the clock is the scope's (a game ordinal
+by default; hours when the config says so and the caller passes them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from horcrux.echo.config import EchoConfig, default_config
+from horcrux.echo.model import (
+    ADVERSARY_SUBJECTS,
+    MEMORY_SCHEMA,
+    AnyItem,
+    Belief,
+    Correction,
+    EchoMemory,
+    Experience,
+    Pattern,
+    Skill,
+    Subject,
+    item_id,
+    protected,
+)
+from horcrux.engine import apply, new_game
+from horcrux.models import GameStarted, PlantDecoy, VoldemortMoved
+from horcrux.store.port import AnyEvent
+from horcrux.store.results import GameSummary, RecentResults
+from horcrux.views import voldemort_view
+
+SEEN_MAX = 20
+HISTORY_MAX = 12
+"""Superseded beliefs and skills kept per scope (the oldest archived beyond: counted)."""
+LIFE_MAX_FACTOR = 1024.0
+CONTRADICTION = 0.5
+"""A pattern whose rate is further than this from a belief's mean contradicts it."""
+
+
+# ---------------------------------------------------------------- extraction
+def decoy_rule_hits(events: Sequence[AnyEvent]) -> list[tuple[str, bool]]:
+    """Per decoy planted, in order: (location, whether it went where the filter's `plant`
+    rule expects: the free location with the highest public evidence, evidence > 0)."""
+    from horcrux.agents.voldemort import public_evidence
+
+    if not events or not isinstance(events[0], GameStarted):
+        return []
+    state, _ = new_game(events[0].rules, events[0].seed)
+    out: list[tuple[str, bool]] = []
+    for event in events[1:]:
+        if isinstance(event, GameStarted):
+            return out
+        if isinstance(event, VoldemortMoved) and isinstance(event.action, PlantDecoy):
+            view = voldemort_view(state)
+            evidence = public_evidence(state.rules, view.history)
+            free = view.free_locations()
+            best = max(free, key=lambda loc: evidence[loc]) if free else None
+            hit = best == event.action.location and evidence[event.action.location] > 0
+            out.append((event.action.location, hit))
+        state, _ = apply(state, event.action)
+    return out
+
+
+def extract(
+    summary: GameSummary,
+    clock: float,
+    config: EchoConfig | None = None,
+    events: Sequence[AnyEvent] | None = None,
+) -> list[Experience]:
+    """The experiences of one finished game, deterministically from its summary (and,
+    when given, its events: whether each decoy followed the filter's planting rule; else
+    the summary's `at_harry_top`)."""
+    cfg = config or default_config()
+    out: list[Experience] = []
+
+    def add(subject: Subject, success: bool, text: str) -> None:
+        out.append(
+            Experience(
+                id=item_id(summary.game_id, len(out), subject),
+                subject=subject,
+                text=text[:300],
+                created=clock,
+                last_access=clock,
+                life=cfg.half_life,
+                success=success,
+                game_id=summary.game_id,
+            )
+        )
+
+    opp = summary.voldemort
+    n = len(summary.relocations)
+    add(
+        "relocates",
+        n > 0,
+        f"{opp} relocated {n} horcrux times this game" if n else f"{opp} never relocated a horcrux",
+    )
+    for r in summary.relocations:
+        if r.turns_since_positive is None:
+            add("immediate", False, f"relocated from {r.from_location} without a positive of mine")
+        elif r.turns_since_positive == 0:
+            add("immediate", True, f"relocated at once after my positive at {r.from_location}")
+        else:
+            add(
+                "immediate",
+                False,
+                f"relocated {r.turns_since_positive} turns after my positive at {r.from_location}",
+            )
+    rule_hits = decoy_rule_hits(events) if events else []
+    for i, d in enumerate(summary.decoys):
+        if rule_hits and i < len(rule_hits):
+            hit = rule_hits[i][1]
+            where = "at" if hit else "away from"
+            add("plant_top", hit, f"decoy {where} my top evidence location {d.location}")
+        elif d.at_harry_top is not None:
+            where = "at" if d.at_harry_top else "away from"
+            add("plant_top", d.at_harry_top, f"decoy {where} my top location {d.location}")
+        if d.attacked_turn is not None:
+            add("decoy_hit", True, f"attack wasted on a decoy at {d.location}")
+        else:
+            add("decoy_hit", False, f"decoy at {d.location} spotted, never attacked")
+    if summary.winner == "harry":
+        add("win", True, f"won against {opp} in {summary.turns} turns")
+    else:
+        add("win", False, f"lost against {opp}: {summary.end_reason or 'time'}")
+    return out
+
+
+# ---------------------------------------------------------------- decay
+def retention(item: AnyItem, clock: float, config: EchoConfig | None = None) -> float:
+    """0.5 ** (time since the last access / the item's half-life); 1 if protected."""
+    cfg = config or default_config()
+    if not cfg.decay_enabled or protected(item):
+        return 1.0
+    age = max(0.0, clock - item.last_access)
+    return float(0.5 ** (age / item.life))
+
+
+def reinforce(item: AnyItem, clock: float, config: EchoConfig | None = None) -> AnyItem:
+    """An access: the half-life times the multiplier (x2), the clock restarted."""
+    cfg = config or default_config()
+    life = min(item.life * cfg.reinforcement_multiplier, cfg.half_life * LIFE_MAX_FACTOR)
+    return item.model_copy(
+        update={"life": life, "last_access": clock, "accesses": item.accesses + 1}
+    )
+
+
+# ---------------------------------------------------------------- consolidation
+@dataclass(frozen=True)
+class Consolidation:
+    """One consolidation's result: the memory to write and what it did.
+
+    `leaked` is True when it would have dropped more than `max_drop_share` of the items:
+    `memory` then keeps the previous version's items (the caller emits the metric)."""
+
+    memory: EchoMemory
+    dropped: int
+    dropped_share: float
+    leaked: bool
+    superseded: tuple[str, ...] = ()
+    new_beliefs: tuple[str, ...] = ()
+    new_skills: tuple[str, ...] = ()
+    archived: int = 0
+
+
+def _patterns_from(
+    experiences: list[Experience], clock: float, cfg: EchoConfig
+) -> tuple[list[Experience], list[Pattern]]:
+    """Every `pattern_threshold` experiences of one subject (oldest first) -> a pattern."""
+    kept: list[Experience] = []
+    made: list[Pattern] = []
+    by_subject: dict[str, list[Experience]] = {}
+    for e in experiences:
+        by_subject.setdefault(e.subject, []).append(e)
+    for group in by_subject.values():
+        full = len(group) - len(group) % cfg.pattern_threshold
+        for start in range(0, full, cfg.pattern_threshold):
+            chunk = group[start : start + cfg.pattern_threshold]
+            s = sum(e.success for e in chunk)
+            made.append(
+                Pattern(
+                    id=item_id("pattern", *(e.id for e in chunk)),
+                    subject=chunk[0].subject,
+                    text=f"{s} of {len(chunk)}: " + "; ".join(e.text for e in chunk)[:280],
+                    created=clock,
+                    last_access=clock,
+                    life=cfg.half_life,
+                    successes=s,
+                    trials=len(chunk),
+                )
+            )
+        kept.extend(group[full:])
+    return kept, made
+
+
+def describe(subject: str, rate: float) -> str:
+    pct = f"{rate:.0%}"
+    texts = {
+        "relocates": f"relocates horcruxes in {pct} of games",
+        "immediate": f"{pct} of relocations come at once after my positive there",
+        "plant_top": f"{pct} of decoys are planted at my top location",
+        "decoy_hit": f"{pct} of decoys cost me an attack",
+        "win": f"I win {pct} of games",
+    }
+    return texts.get(subject, f"{subject}: {pct}")
+
+
+def _new_belief(
+    subject: Subject, s: int, t: int, n_patterns: int, clock: float, cfg: EchoConfig, salt: str
+) -> Belief:
+    a, b = 1.0 + s, 1.0 + (t - s)
+    return Belief(
+        id=item_id("belief", subject, clock, salt),
+        subject=subject,
+        text=describe(subject, a / (a + b)),
+        created=clock,
+        last_access=clock,
+        life=cfg.half_life,
+        alpha=a,
+        beta=b,
+        patterns=n_patterns,
+        valid_from=clock,
+    )
+
+
+def _refresh(belief: Belief, cfg: EchoConfig) -> Belief:
+    frozen = belief.frozen or (
+        belief.confidence >= cfg.freeze_confidence and belief.trials >= cfg.freeze_trials
+    )
+    return belief.model_copy(
+        update={"text": describe(belief.subject, belief.mean), "frozen": frozen}
+    )
+
+
+def _fold_patterns(
+    items: list[AnyItem], patterns: list[Pattern], clock: float, cfg: EchoConfig, salt: str
+) -> tuple[list[AnyItem], list[Pattern], list[str], list[str]]:
+    """Fold patterns into beliefs: confirm, challenge (and supersede), or form new ones."""
+    superseded: list[str] = []
+    created: list[str] = []
+    waiting: list[Pattern] = []
+    for subject in sorted({p.subject for p in patterns}):
+        group = [p for p in patterns if p.subject == subject]
+        for pattern in group:
+            idx = next(
+                (
+                    i
+                    for i, it in enumerate(items)
+                    if isinstance(it, Belief) and it.active and it.subject == subject
+                ),
+                None,
+            )
+            if idx is None:
+                waiting.append(pattern)
+                continue
+            belief = items[idx]
+            assert isinstance(belief, Belief)
+            if abs(pattern.rate - belief.mean) <= CONTRADICTION:
+                belief = belief.model_copy(
+                    update={
+                        "alpha": belief.alpha + pattern.successes,
+                        "beta": belief.beta + pattern.trials - pattern.successes,
+                        "patterns": belief.patterns + 1,
+                        "challenge_successes": 0,
+                        "challenge_trials": 0,
+                        "challenge_patterns": 0,
+                    }
+                )
+                items[idx] = _refresh(belief, cfg)
+                continue
+            belief = belief.model_copy(
+                update={
+                    "challenge_successes": belief.challenge_successes + pattern.successes,
+                    "challenge_trials": belief.challenge_trials + pattern.trials,
+                    "challenge_patterns": belief.challenge_patterns + 1,
+                }
+            )
+            if belief.challenge_patterns >= cfg.supersede_patterns and belief.source == "evidence":
+                new = _new_belief(
+                    pattern.subject,
+                    belief.challenge_successes,
+                    belief.challenge_trials,
+                    belief.challenge_patterns,
+                    clock,
+                    cfg,
+                    salt,
+                )
+                items[idx] = belief.model_copy(update={"valid_to": clock, "superseded_by": new.id})
+                for j, it in enumerate(items):  # its skill ends with it
+                    if isinstance(it, Skill) and it.active and it.belief_id == belief.id:
+                        items[j] = it.model_copy(update={"valid_to": clock})
+                items.append(_refresh(new, cfg))
+                superseded.append(belief.id)
+                created.append(new.id)
+            else:
+                items[idx] = belief
+    # patterns of subjects without a belief wait until `belief_threshold` of them
+    pending = waiting
+    rest: list[Pattern] = []
+    for subject in sorted({p.subject for p in pending}):
+        group = [p for p in pending if p.subject == subject]
+        has_belief = any(
+            isinstance(it, Belief) and it.active and it.subject == subject for it in items
+        )
+        if not has_belief and len(group) >= cfg.belief_threshold:
+            s = sum(p.successes for p in group)
+            t = sum(p.trials for p in group)
+            new = _refresh(_new_belief(group[0].subject, s, t, len(group), clock, cfg, salt), cfg)
+            items.append(new)
+            created.append(new.id)
+        else:
+            rest.extend(group)
+    items = [it for it in items if not isinstance(it, Pattern)]
+    return items, rest, superseded, created
+
+
+def _skills(items: list[AnyItem], clock: float, cfg: EchoConfig) -> list[str]:
+    made: list[str] = []
+    skilled = {it.belief_id for it in items if isinstance(it, Skill)}
+    for belief in [it for it in items if isinstance(it, Belief) and it.active]:
+        if belief.applied_ok >= cfg.skill_threshold and belief.id not in skilled:
+            skill = Skill(
+                id=item_id("skill", belief.id),
+                subject=belief.subject,
+                text="rule: " + describe(belief.subject, belief.mean),
+                created=clock,
+                last_access=clock,
+                life=cfg.half_life,
+                rate=round(belief.mean, 4),
+                belief_id=belief.id,
+                rule=f"{belief.subject}={belief.mean:.3f}",
+                valid_from=clock,
+            )
+            items.append(skill)
+            made.append(skill.id)
+    return made
+
+
+def _cap(items: list[AnyItem], clock: float, cfg: EchoConfig) -> tuple[list[AnyItem], int, int]:
+    """Decay, bounded history, then the cap min(cap, target): (items, dropped, archived)."""
+    level_rank = {"experience": 0, "pattern": 1, "belief": 2, "skill": 3, "correction": 4}
+    alive = [it for it in items if protected(it) or retention(it, clock, cfg) >= cfg.forget_below]
+    dropped = len(items) - len(alive)
+    history = [it for it in alive if (isinstance(it, Belief | Skill) and not it.active)]
+    archived = 0
+    if len(history) > HISTORY_MAX:
+        old = {
+            it.id for it in sorted(history, key=lambda it: it.created)[: len(history) - HISTORY_MAX]
+        }
+        alive = [it for it in alive if it.id not in old]
+        archived = len(old)
+    limit = cfg.keep_max
+    if len(alive) > limit:
+        unprotected = sorted(
+            (it for it in alive if not protected(it)),
+            key=lambda it: (level_rank[it.level], retention(it, clock, cfg), it.created),
+        )
+        excess = min(len(alive) - limit, len(unprotected))
+        gone = {it.id for it in unprotected[:excess]}
+        alive = [it for it in alive if it.id not in gone]
+        dropped += len(gone)
+    return alive, dropped, archived
+
+
+def consolidate(
+    memory: EchoMemory,
+    summary: GameSummary,
+    *,
+    clock: float | None = None,
+    config: EchoConfig | None = None,
+    events: Sequence[AnyEvent] | None = None,
+) -> Consolidation:
+    """Fold one finished game into its scope's memory (the end-of-game 'sleep').
+
+    Idempotent per game: a game already in `memory.seen` changes nothing. The clock is
+    the game's ordinal in the scope unless given (hours, with `clock: hours`)."""
+    cfg = config or default_config()
+    if summary.game_id in memory.seen:
+        return Consolidation(memory, 0, 0.0, False)
+    now = float(memory.games + 1) if clock is None else clock
+    salt = summary.game_id
+    items: list[AnyItem] = list(memory.items)
+    won = summary.winner == "harry"
+    # the adversary beliefs this game's start-up used: applied (and reinforced)
+    for i, it in enumerate(items):
+        if isinstance(it, Belief) and it.active and it.subject in ADVERSARY_SUBJECTS:
+            items[i] = reinforce(
+                it.model_copy(
+                    update={"applied": it.applied + 1, "applied_ok": it.applied_ok + won}
+                ),
+                now,
+                cfg,
+            )
+    experiences = [it for it in items if isinstance(it, Experience)]
+    experiences += extract(summary, now, cfg, events)
+    old_patterns = [it for it in items if isinstance(it, Pattern)]
+    others: list[AnyItem] = [it for it in items if not isinstance(it, Experience | Pattern)]
+    kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
+    new_patterns = old_patterns + new_patterns
+    folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
+    skills = _skills(folded, now, cfg)
+    merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
+    capped, dropped, archived = _cap(merged, now, cfg)
+    before = max(1, len(memory.items))
+    share = dropped / before
+    leaked = dropped > 0 and len(memory.items) >= 10 and share > cfg.max_drop_share
+    seen = (*memory.seen, summary.game_id)[-SEEN_MAX:]
+    base = {
+        "version": memory.version + 1,
+        "games": memory.games + 1,
+        "last_game": summary.game_id,
+        "clock": now,
+        "seen": seen,
+    }
+    if leaked:
+        return Consolidation(memory.model_copy(update=base), dropped, share, True)
+    return Consolidation(
+        memory.model_copy(update={**base, "items": tuple(capped)}),
+        dropped,
+        share,
+        False,
+        tuple(superseded),
+        tuple(created),
+        tuple(skills),
+        archived,
+    )
+
+
+# ---------------------------------------------------------------- corrections
+def add_correction(
+    memory: EchoMemory,
+    *,
+    wrong: str,
+    right: str,
+    text: str = "",
+    subject: Subject = "note",
+    rate: float | None = None,
+    kind: str = "correction",
+    clock: float | None = None,
+    config: EchoConfig | None = None,
+) -> EchoMemory:
+    """Record an operator's correction or preference (protected). With an adversary
+    `subject` and a `rate`, a frozen belief from the correction supersedes the active one
+    (the old keeps its record, `valid_to` and `superseded_by`)."""
+    cfg = config or default_config()
+    now = memory.clock if clock is None else clock
+    body = f"{wrong} -> {right}" + (f": {text}" if text else "")
+    correction = Correction(
+        id=item_id("correction", memory.version, wrong, right, text),
+        subject=subject,
+        text=body[:300],
+        created=now,
+        last_access=now,
+        life=cfg.half_life,
+        kind="preference" if kind == "preference" else "correction",
+        wrong=wrong[:200],
+        right=right[:200],
+        rate=rate,
+        valid_from=now,
+    )
+    items: list[AnyItem] = [*memory.items, correction]
+    if rate is not None and subject in ADVERSARY_SUBJECTS:
+        new = Belief(
+            id=item_id("belief", subject, now, correction.id),
+            subject=subject,
+            text=describe(subject, rate) + " (operator)",
+            created=now,
+            last_access=now,
+            life=cfg.half_life,
+            alpha=1.0 + 100 * rate,
+            beta=1.0 + 100 * (1 - rate),
+            valid_from=now,
+            frozen=True,
+            source="correction",
+        )
+        for i, it in enumerate(items):
+            if isinstance(it, Belief) and it.active and it.subject == subject:
+                items[i] = it.model_copy(update={"valid_to": now, "superseded_by": new.id})
+            if isinstance(it, Skill) and it.active and it.subject == subject:
+                items[i] = it.model_copy(update={"valid_to": now})
+        items.append(new)
+    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
+
+
+# ---------------------------------------------------------------- start-up check, rebuild
+EXPECTED_KEYS = ("schema_version", "agent", "opponent", "version", "last_game", "items")
+
+
+def check(memory: EchoMemory | None, recent: RecentResults) -> str | None:
+    """Why this memory is not what the last game's end wrote (None: it is).
+
+    Expected: present when the scope has results, the current schema, the same scope,
+    and `last_game` equal to the recent results' last game."""
+    last = recent.results[-1].game_id if recent.results else ""
+    if memory is None:
+        return "missing" if last else None
+    if memory.schema_version != MEMORY_SCHEMA:
+        return "schema"
+    if (memory.agent, memory.opponent) != (recent.agent, recent.opponent):
+        return "scope"
+    if memory.last_game != last:
+        return "stale"
+    return None
+
+
+def rebuild(
+    agent: str,
+    opponent: str,
+    summaries: Iterable[GameSummary],
+    *,
+    keep: Sequence[AnyItem] = (),
+    version: int = 0,
+    config: EchoConfig | None = None,
+) -> EchoMemory:
+    """A scope's memory rebuilt from the events' records (the recent results), keeping
+    the protected items (corrections, skills) of a stale memory if there was one."""
+    memory = EchoMemory(
+        agent=agent,
+        opponent=opponent,
+        items=tuple(
+            it
+            for it in keep
+            if isinstance(it, Correction | Skill)
+            or (isinstance(it, Belief) and it.source == "correction")
+        ),
+    )
+    for summary in summaries:
+        memory = consolidate(memory, summary, config=config).memory
+    return memory.model_copy(update={"version": max(version, memory.version)})

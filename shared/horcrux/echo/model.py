@@ -1,0 +1,193 @@
+"""ECHO's memory items: experiences, patterns, beliefs, skills, corrections (and
+preferences), and one scope's memory. Pydantic, frozen, JSON-encodable; no clock: every
+time is the scope's clock value (a game ordinal, or hours when the config says so)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MEMORY_SCHEMA = 1
+"""Bumped when the stored shape changes; a start-up that reads another one rebuilds."""
+
+Subject = Literal["relocates", "immediate", "plant_top", "decoy_hit", "win", "note"]
+ADVERSARY_SUBJECTS: tuple[Subject, ...] = ("relocates", "immediate", "plant_top")
+"""The rates that set the Bayes filter's adversary parameters."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def item_id(*parts: object) -> str:
+    """A deterministic short id (the same inputs give the same id on every run)."""
+    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:12]
+
+
+class _Item(_Frozen):
+    id: str
+    subject: Subject
+    text: str = Field(max_length=300)
+    created: float
+    last_access: float
+    life: float = Field(gt=0, description="the current half-life (clock units)")
+    accesses: int = 0
+
+
+class Experience(_Item):
+    """One observation of one game, e.g. 'relocated 3 turns after my positive'."""
+
+    level: Literal["experience"] = "experience"
+    success: bool = Field(description="whether it confirms the subject's rate (a 1 or a 0)")
+    game_id: str
+
+
+class Pattern(_Item):
+    """`pattern_threshold` similar experiences: their count of confirmations."""
+
+    level: Literal["pattern"] = "pattern"
+    successes: int
+    trials: int
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.trials if self.trials else 0.5
+
+
+def beta_cdf(x: float, a: float, b: float, steps: int = 400) -> float:
+    """P(rate <= x) under Beta(a, b), by the midpoint rule on the log density."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lognorm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+
+    def dens(p: float) -> float:
+        return math.exp(lognorm + (a - 1) * math.log(p) + (b - 1) * math.log1p(-p))
+
+    h = 1.0 / steps
+    total = below = 0.0
+    for i in range(steps):
+        p = (i + 0.5) * h
+        d = dens(p) * h
+        total += d
+        if p <= x:
+            below += d
+    return below / total if total > 0 else 0.5
+
+
+class Belief(_Item):
+    """A rate the evidence supports, with its Beta posterior and validity interval.
+
+    `alpha` / `beta` are the Beta posterior's parameters (1 + confirmations, 1 +
+    disconfirmations) over the rate the belief describes; `confidence` is the posterior
+    probability that the rate is on the side of 1/2 the mean is on, never a hand-set
+    number. A superseded belief keeps its record with `valid_to` and `superseded_by`."""
+
+    level: Literal["belief"] = "belief"
+    alpha: float = Field(gt=0)
+    beta: float = Field(gt=0)
+    patterns: int = 0
+    valid_from: float
+    valid_to: float | None = None
+    superseded_by: str | None = None
+    frozen: bool = False
+    source: Literal["evidence", "correction"] = "evidence"
+    challenge_successes: int = 0
+    challenge_trials: int = 0
+    challenge_patterns: int = 0
+    applied: int = 0
+    applied_ok: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def trials(self) -> float:
+        return self.alpha + self.beta - 2
+
+    @property
+    def confidence(self) -> float:
+        below = beta_cdf(0.5, self.alpha, self.beta)
+        return round(1.0 - below if self.mean >= 0.5 else below, 4)
+
+    @property
+    def active(self) -> bool:
+        return self.valid_to is None
+
+
+class Skill(_Item):
+    """A belief applied successfully `skill_threshold` times: a planner rule and a line."""
+
+    level: Literal["skill"] = "skill"
+    rate: float = Field(ge=0, le=1)
+    belief_id: str
+    rule: str
+    valid_from: float
+    valid_to: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.valid_to is None
+
+
+class Correction(_Item):
+    """An operator's correction or preference (POST /memory/corrections). Protected.
+
+    With `rate` set (and an adversary `subject`) it also asserts that rate: a frozen
+    belief from the correction supersedes the evidence's."""
+
+    level: Literal["correction"] = "correction"
+    kind: Literal["correction", "preference"] = "correction"
+    wrong: str = Field(default="", max_length=200)
+    right: str = Field(default="", max_length=200)
+    rate: float | None = Field(default=None, ge=0, le=1)
+    valid_from: float
+
+
+AnyItem = Annotated[
+    Experience | Pattern | Belief | Skill | Correction, Field(discriminator="level")
+]
+
+
+class EchoMemory(_Frozen):
+    """One scope's memory: an AI Harry (`agent`) against one opponent.
+
+    `version` moves by one per write (conditional writes); `last_game` is the id of the
+    last game consolidated: a start-up compares it with the recent results' last."""
+
+    schema_version: int = MEMORY_SCHEMA
+    agent: str
+    opponent: str
+    version: int = 0
+    games: int = 0
+    last_game: str = ""
+    clock: float = 0.0
+    items: tuple[AnyItem, ...] = ()
+    seen: tuple[str, ...] = Field(default=(), description="the last game ids consolidated")
+
+    def of_level(self, level: str) -> list[AnyItem]:
+        return [i for i in self.items if i.level == level]
+
+    def active_beliefs(self) -> dict[str, Belief]:
+        out: dict[str, Belief] = {}
+        for item in self.items:
+            if isinstance(item, Belief) and item.active:
+                out[item.subject] = item
+        return out
+
+    def active_skills(self) -> dict[str, Skill]:
+        return {i.subject: i for i in self.items if isinstance(i, Skill) and i.active}
+
+
+def protected(item: AnyItem) -> bool:
+    """Corrections, skills, frozen beliefs and superseded history survive every compaction."""
+    if isinstance(item, Correction | Skill):
+        return True
+    if isinstance(item, Belief):
+        return item.frozen or not item.active or item.source == "correction"
+    return False
