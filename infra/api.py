@@ -24,6 +24,17 @@ from infra.storage import Storage
 from infra.turns import grant_tables, table_environment
 
 
+def operator_environment(settings: Settings) -> dict[str, str]:
+    """The /memory routes' operator settings (docs/ECHO.md): the token's SHA-256 and the
+    agents it reaches, or nothing without a token (then every call is refused)."""
+    if not settings.operator_token_sha256:
+        return {}
+    return {
+        names.ENV_OPERATOR_TOKEN_SHA256: settings.operator_token_sha256,
+        names.ENV_OPERATOR_AGENTS: settings.operator_agents,
+    }
+
+
 @jsii.implements(apigwv2.IAccessLogSettings)
 class AccessLogs:
     """The stage's access log settings: JSON lines (`names.ACCESS_LOG_FORMAT`) into a group."""
@@ -64,6 +75,7 @@ class HttpApi(Construct):
                 names.ENV_IDEMPOTENCY_TABLE: storage.idempotency.table_name,
                 names.ENV_TTL_DAYS: str(settings.ttl_days),
                 names.ENV_SECRET: secret.secret_arn,
+                **operator_environment(settings),
             },
             log_retention_days=settings.log_retention_days,
         )
@@ -80,6 +92,7 @@ class HttpApi(Construct):
                 allow_methods=[
                     apigwv2.CorsHttpMethod.GET,
                     apigwv2.CorsHttpMethod.POST,
+                    apigwv2.CorsHttpMethod.DELETE,
                     apigwv2.CorsHttpMethod.OPTIONS,
                 ],
                 allow_headers=list(names.CORS_HEADERS),

@@ -7,7 +7,13 @@ Every alarm fires on one 5-minute period, treats missing data as fine and notifi
 - the HTTP API: 5xx responses (>= 1);
 - per table: read + write throttle events (>= 1);
 - per stream consumer: iterator age (>= 60 s) and its failed-records queue's depth (>= 1);
-- the compaction's `ReplayMismatch` metric (>= 1: a snapshot differed from its log's replay).
+- the compaction's `ReplayMismatch` metric (>= 1: a snapshot differed from its log's replay);
+- the compaction's `MemoryLeakPrevented` metric (>= 1: a consolidation would have dropped too
+  much of a scope's memory; the previous items were kept, docs/ECHO.md).
+
+The dashboard also graphs an AI Harry's memory start-ups (`MemoryRead`, `MemoryRebuilt`,
+`MemoryUnavailable`, from the harry_turn function). A rebuild is not alarmed: a schema
+change legitimately rebuilds every scope once.
 """
 
 from __future__ import annotations
@@ -29,15 +35,30 @@ from infra.storage import Storage
 PERIOD = Duration.seconds(names.ALARM_PERIOD_S)
 
 
-def replay_mismatch_metric() -> cloudwatch.Metric:
-    """The compaction's EMF metric (Powertools: namespace + the `service` dimension)."""
+def service_metric(name: str, service: str) -> cloudwatch.Metric:
+    """A handler's EMF metric (Powertools: namespace + the `service` dimension), summed."""
     return cloudwatch.Metric(
         namespace=names.METRICS_NAMESPACE,
-        metric_name=names.REPLAY_MISMATCH_METRIC,
-        dimensions_map={"service": names.COMPACTION_SERVICE},
+        metric_name=name,
+        dimensions_map={"service": service},
         statistic="Sum",
         period=PERIOD,
     )
+
+
+def replay_mismatch_metric() -> cloudwatch.Metric:
+    """The compaction's `ReplayMismatch` metric."""
+    return service_metric(names.REPLAY_MISMATCH_METRIC, names.COMPACTION_SERVICE)
+
+
+def memory_leak_metric() -> cloudwatch.Metric:
+    """The compaction's `MemoryLeakPrevented` metric (ECHO's leaky bucket)."""
+    return service_metric(names.MEMORY_LEAK_METRIC, names.COMPACTION_SERVICE)
+
+
+def memory_startup_metrics() -> list[cloudwatch.IMetric]:
+    """An AI Harry's first-turn memory reads, good and rebuilt (the harry_turn function)."""
+    return [service_metric(n, names.HARRY_TURN_SERVICE) for n in names.MEMORY_STARTUP_METRICS]
 
 
 class Monitoring(Construct):
@@ -127,6 +148,12 @@ class Monitoring(Construct):
             1,
             "a finished game's snapshot differed from the replay of its events (repaired)",
         )
+        self._alarm(
+            names.MEMORY_LEAK_METRIC,
+            memory_leak_metric(),
+            1,
+            "a cross-game memory consolidation would have dropped too much (previous kept)",
+        )
         self.dashboard = self._dashboard(storage, api, functions, dead_letter_queues)
 
     def _alarm(
@@ -196,6 +223,10 @@ class Monitoring(Construct):
                 ],
             ),
             graph("Replay mismatches", [replay_mismatch_metric()]),
+        )
+        dashboard.add_widgets(
+            graph("Memory start-ups (AI Harry)", memory_startup_metrics()),
+            graph("Memory leaks prevented", [memory_leak_metric()]),
         )
         dashboard.add_widgets(
             *(

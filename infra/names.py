@@ -8,6 +8,7 @@ with `npx cdk deploy -c horcrux:<key>=<value>` (or in cdk.json's `context`).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +31,12 @@ ENV_IDEMPOTENCY_TABLE: Final = "HORCRUX_IDEMPOTENCY_TABLE"
 ENV_SECRET: Final = "HORCRUX_ANTHROPIC_SECRET_ARN"
 ENV_TTL_DAYS: Final = "HORCRUX_TTL_DAYS"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+# the /memory routes' operator token (shared/horcrux/echo/ops.py; docs/DEPLOY.md): only its
+# SHA-256, set on the API function when the context gives one; unset, every call is refused
+ENV_OPERATOR_TOKEN_SHA256: Final = "HORCRUX_OPERATOR_TOKEN_SHA256"
+ENV_OPERATOR_AGENTS: Final = "HORCRUX_OPERATOR_AGENTS"
+CONTEXT_OPERATOR_TOKEN_SHA256: Final = "horcrux:operatorTokenSha256"
+CONTEXT_OPERATOR_AGENTS: Final = "horcrux:operatorAgents"
 
 # ------------------------------------------------------------------ DynamoDB (docs/STORE.md)
 EVENTS_PK: Final = "pk"  # S: GAME#<id>
@@ -48,6 +55,10 @@ IDEMPOTENCY_TTL_ATTRIBUTE: Final = "expiration"
 METRICS_NAMESPACE: Final = "HorcruxHunt"
 COMPACTION_SERVICE: Final = "compaction"  # Powertools' `service` dimension of its metrics
 REPLAY_MISMATCH_METRIC: Final = "ReplayMismatch"
+HARRY_TURN_SERVICE: Final = "horcrux-harry-turn"  # lambdas/harry_turn/handler.py
+# cross-game memory (docs/ECHO.md): the compaction's leaky bucket, an AI Harry's start-up
+MEMORY_LEAK_METRIC: Final = "MemoryLeakPrevented"  # service: compaction
+MEMORY_STARTUP_METRICS: Final = ("MemoryRead", "MemoryRebuilt", "MemoryUnavailable")
 
 # ------------------------------------------------------------------ stream consumers
 # the compaction's filter (docs/COMPACTION.md): INSERTs of a final event only; TTL deletions
@@ -223,6 +234,8 @@ class Settings:
     ttl_days: int = 30
     retain_data: bool = True  # tables survive `cdk destroy` (RETAIN) unless false
     alarm_email: str | None = None
+    operator_token_sha256: str = ""  # hex SHA-256 of the /memory operator token; "": none
+    operator_agents: str = "*"  # comma-separated agent specs the operator token reaches
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -234,6 +247,12 @@ class Settings:
         if isinstance(origins, str):
             origins = [o.strip() for o in origins.split(",") if o.strip()]
         retain = get("retainData", cls.retain_data)
+        digest = str(get("operatorTokenSha256", cls.operator_token_sha256)).strip().lower()
+        if digest and not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError(
+                f"{CONTEXT_OPERATOR_TOKEN_SHA256} must be the token's SHA-256 in hex (64 "
+                "digits), never the token itself (docs/DEPLOY.md)"
+            )
         return cls(
             api_rate_limit=int(get("apiRateLimit", cls.api_rate_limit)),
             api_burst_limit=int(get("apiBurstLimit", cls.api_burst_limit)),
@@ -245,4 +264,6 @@ class Settings:
             ttl_days=int(get("ttlDays", cls.ttl_days)),
             retain_data=retain if isinstance(retain, bool) else str(retain).lower() == "true",
             alarm_email=get("alarmEmail", None) or None,
+            operator_token_sha256=digest,
+            operator_agents=str(get("operatorAgents", cls.operator_agents)).strip() or "*",
         )

@@ -371,7 +371,7 @@ def test_the_api_allows_a_browser_client(stack: HorcruxStack, doc: Json) -> None
     api = doc["Resources"][logical_id(stack, stack.http.api)]["Properties"]
     cors = api["CorsConfiguration"]
     assert cors["AllowOrigins"] == ["*"]
-    assert set(cors["AllowMethods"]) == {"GET", "POST", "OPTIONS"}
+    assert set(cors["AllowMethods"]) == {"GET", "POST", "DELETE", "OPTIONS"}
     assert {"authorization", "content-type", "idempotency-key"} <= set(cors["AllowHeaders"])
 
 
@@ -494,6 +494,42 @@ def test_the_replay_mismatch_alarm_watches_the_compactions_metric(doc: Json) -> 
     assert 'SERVICE = "compaction"' in handler and 'name="ReplayMismatch"' in handler
 
 
+def test_the_memory_leak_alarm_and_the_memory_start_up_graph(doc: Json) -> None:
+    (alarm,) = _find_alarm(doc, "MemoryLeakPrevented")
+    assert alarm["Namespace"] == "HorcruxHunt" and alarm["Statistic"] == "Sum"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "compaction"}]
+    assert alarm["Threshold"] == 1
+    compaction = (ROOT / "lambdas" / "compaction" / "handler.py").read_text()
+    assert 'name="MemoryLeakPrevented"' in compaction
+    harry = (ROOT / "lambdas" / "harry_turn" / "handler.py").read_text()
+    assert f'service="{names.HARRY_TURN_SERVICE}"' in harry
+    assert all(f'"{name}"' in harry for name in names.MEMORY_STARTUP_METRICS)
+    (dashboard,) = resources(doc, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for name in ("MemoryRebuilt", "MemoryRead", "MemoryLeakPrevented", "horcrux-harry-turn"):
+        assert name in body
+
+
+def test_the_operator_token_hash_reaches_only_the_api_function() -> None:
+    digest = "ab" * 32
+    context = {
+        **cdk_json_context(),
+        names.CONTEXT_OPERATOR_TOKEN_SHA256: digest.upper(),
+        names.CONTEXT_OPERATOR_AGENTS: "planner,gated",
+    }
+    _, stack = build_app(context)
+    doc = Template.from_stack(stack).to_json()
+    for spec in names.FUNCTIONS:
+        env = function_of(stack, doc, spec)[1]["Environment"]["Variables"]
+        if spec is names.API:
+            assert env["HORCRUX_OPERATOR_TOKEN_SHA256"] == digest
+            assert env["HORCRUX_OPERATOR_AGENTS"] == "planner,gated"
+        else:
+            assert "HORCRUX_OPERATOR_TOKEN_SHA256" not in env
+    with pytest.raises(ValueError, match="SHA-256"):  # the token itself, by mistake
+        Settings.from_context(App(context={names.CONTEXT_OPERATOR_TOKEN_SHA256: "s3cret"}).node)
+
+
 def test_every_alarm_notifies_the_topic_and_is_on_the_dashboard(
     stack: HorcruxStack, doc: Json, template: Template
 ) -> None:
@@ -536,6 +572,7 @@ def test_settings_come_from_the_context() -> None:
     assert settings.retain_data is False
     assert settings.alarm_email == "ops@example.com"
     assert Settings.from_context(App().node) == Settings()
+    assert Settings().operator_token_sha256 == ""  # default: the /memory routes refuse all
 
 
 # ------------------------------------------------------------------ cdk-nag, cfn-lint

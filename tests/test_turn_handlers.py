@@ -4,6 +4,7 @@ built from events/stream_*.json, against moto; partial batch failures; idempoten
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -146,6 +147,58 @@ def test_an_ai_game_runs_to_its_end_on_the_stream_and_keeps_harrys_belief(
     replay = StreamPump(dynamo, pump.handlers)  # the whole stream again, from its start
     assert replay.pump() >= 1
     assert dynamo.load(gid) == snap
+
+
+def emitted_metrics(out: str) -> dict[str, float]:
+    """The metrics of the EMF documents Powertools printed (one JSON object a line)."""
+    found: dict[str, float] = {}
+    for line in out.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or "_aws" not in doc:
+            continue
+        for spec in doc["_aws"]["CloudWatchMetrics"]:
+            for metric in spec["Metrics"]:
+                value = doc[metric["Name"]]
+                found[metric["Name"]] = found.get(metric["Name"], 0) + sum(
+                    value if isinstance(value, list) else [value]
+                )
+    return found
+
+
+def test_an_ai_harrys_first_turn_reports_its_memory_read_or_rebuild(
+    dynamo: DynamoDbStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from horcrux import compaction
+    from horcrux.store.results import memory_key
+
+    service = GameService(dynamo)
+    planner = SeatRequest(kind="ai", brain="planner")
+    handler = load_handler("harry_turn")
+    first = service.create_game(planner, AI, rules="classic", seed=12)["game_id"]
+    capsys.readouterr()
+    assert handler.lambda_handler(batch(stream_record(first, 0, "harry")), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("MemoryRead") == 1 and "MemoryRebuilt" not in got  # nothing to check yet
+    pump = StreamPump(dynamo, {"harry": handler, "voldemort": load_handler("voldemort_turn")})
+    pump.pump()
+    assert dynamo.load(first).state.over
+    assert "MemoryRead" not in emitted_metrics(capsys.readouterr().out)  # the later turns
+    compaction.compact(dynamo, first)  # the recent results and the memory of the scope
+    dynamo.delete_scope_items(memory_key("planner", "reference"))  # a lost memory write
+    second = service.create_game(planner, AI, rules="classic", seed=13)["game_id"]
+    capsys.readouterr()
+    handler.lambda_handler(batch(stream_record(second, 0, "harry", n=2)), FakeContext())
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("MemoryRebuilt") == 1 and "MemoryRead" not in got
+    assert service.store.scope_item(memory_key("planner", "reference")) is not None
+    # the next turn of that game reads nothing: the memory is pinned in its snapshot
+    pump.pump()
+    assert "MemoryRebuilt" not in emitted_metrics(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("name", ["api", "harry_turn", "voldemort_turn"])

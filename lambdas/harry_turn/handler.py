@@ -33,6 +33,12 @@ processor = BatchProcessor(
 service = GameService(DynamoDbStore())  # the boto3 client is created at the first call
 
 
+MEMORY_METRICS = {"read": "MemoryRead", "rebuilt": "MemoryRebuilt", "error": "MemoryUnavailable"}
+"""Cross-game memory at an AI Harry's first turn (docs/ECHO.md), one metric per read: a
+good read, a rebuild after the start-up check's mismatch (missing, stale, schema, scope,
+unreadable), or memory unavailable (the game plays without it)."""
+
+
 def _report(outcome: TurnOutcome) -> None:
     logger.info("ai turn", extra=outcome.as_dict())
     metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
@@ -40,6 +46,9 @@ def _report(outcome: TurnOutcome) -> None:
         metrics.add_metric(
             name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
         )
+    memory = MEMORY_METRICS.get((outcome.memory or "").split(":")[0])
+    if memory is not None:
+        metrics.add_metric(name=memory, unit=MetricUnit.Count, value=1)
 
 
 record_handler = turn_record_handler(service, "harry", on_outcome=_report)

@@ -171,6 +171,10 @@ class TurnOutcome:
     version: int | None = None
     action: Payload | None = None
     seconds: float = 0.0
+    memory: str | None = None
+    """What this turn did with cross-game memory (an AI Harry's first turn only): `read`
+    (a good read), `rebuilt:<why>` (the start-up check's mismatch, rebuilt), `error`
+    (unavailable); None: memory was not read."""
 
     def as_dict(self) -> Payload:
         return {
@@ -182,6 +186,7 @@ class TurnOutcome:
             "version": self.version,
             "action": self.action,
             "seconds": round(self.seconds, 4),
+            "memory": self.memory,
         }
 
 
@@ -325,6 +330,7 @@ class GameService:
         self.ttl_seconds = ttl_seconds
         self._harry_default = harry_default
         self._pinned: bytes | None = None
+        self._memory_read: str | None = None
         self.memory_counts: Counter[str] = Counter()
         """`read`, `rebuilt:<why>` (the start-up check's mismatches), `applied`."""
 
@@ -621,10 +627,13 @@ class GameService:
         except Exception:  # memory must never stop a game
             log.warning("cross-game memory of %s vs %s unavailable", *scope, exc_info=True)
             self.memory_counts["error"] += 1
+            self._memory_read = "error"
             return None
         self.memory_counts["read"] += 1
+        self._memory_read = "read"
         if got.rebuilt is not None:
             self.memory_counts[f"rebuilt:{got.rebuilt}"] += 1
+            self._memory_read = f"rebuilt:{got.rebuilt}"
             log.warning("memory of %s vs %s rebuilt from the events (%s)", *scope, got.rebuilt)
         models = adversary_models(got.memory)
         line = memory_line(got.memory)
@@ -696,10 +705,17 @@ class GameService:
         the store's condition fails and this one does nothing (`lost_race`).
         """
         start = time.perf_counter()
+        self._memory_read = None
 
         def outcome(status: Any, reason: str = "", **kw: Any) -> TurnOutcome:
             return TurnOutcome(
-                game_id, seat, status, reason, seconds=time.perf_counter() - start, **kw
+                game_id,
+                seat,
+                status,
+                reason,
+                seconds=time.perf_counter() - start,
+                memory=self._memory_read,
+                **kw,
             )
 
         try:

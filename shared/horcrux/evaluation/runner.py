@@ -1,0 +1,258 @@
+"""Play every (Harry, Voldemort) pair on the same seeds, on every core, with bookkeeping.
+
+Game g of every pair uses seed `seed + g` (paired: the placement and the dice are the
+same for every architecture). `play_traced` is `horcrux.sim.play_game`'s loop (the same
+engine calls and RNG streams, so the same results), plus what the report needs: the
+belief's calibration and entropy at each decision, the failure modes from the events,
+and per-decision tier and context tokens. Workers return compact `GameRecord`s.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.decisions import Tier
+from horcrux.evaluation.metrics import GameEvent, calibration_terms, failure_modes, map_entropy
+from horcrux.memory.context import render_tier
+from horcrux.memory.tokens import estimate_tokens
+from horcrux.models import HarryMoved, PlantDecoy, Relocate, VoldemortMoved
+from horcrux.rules import preset
+from horcrux.views import harry_view, voldemort_view
+
+HARRY_ARCHITECTURES = (
+    "naive",
+    "seed-heuristic",
+    "planner",
+    "planner:trigger",
+    "planner:hazard",
+    "planner:static",
+    "planner-window:8",
+    "planner-window:16",
+    "planner-window:32",
+    "gated",
+    "oracle",
+)
+VOLDEMORT_ADVERSARIES = ("reference", "shadow")
+BASELINE = "planner"
+CONTEXT_SAMPLE_GAMES = 30
+"""Games of `gated` per adversary whose every turn also renders the compressed, full and
+narrative contexts (the tokens-by-turn comparison)."""
+
+_COST_ORDER = {"planner-window:32": 0, "planner-window:16": 1, "planner-window:8": 2}
+
+
+@dataclass
+class GameRecord:
+    """One game, as the report needs it (picklable, small)."""
+
+    harry: str
+    voldemort: str
+    seed: int
+    win: bool
+    turns: int
+    destroyed: int
+    wasted_decoy: int
+    wasted_empty: int
+    failures: dict[str, int]
+    calibration: tuple[float, float, float, float, int] | None  # sums and turn count
+    entropy: list[float]  # Harry's map entropy at each decision (bits)
+    relocations: list[int]  # turns of Voldemort's relocations
+    decoys: list[int]  # turns of Voldemort's decoys
+    decisions: list[tuple[str, int]]  # (tier, context tokens)
+    contexts: dict[Tier, list[int]] = field(default_factory=dict)  # tier -> tokens by turn
+    seconds: float = 0.0
+
+
+@contextmanager
+def _offline() -> Iterator[None]:
+    """Build brains as if no Anthropic key were set (the offline rows never call the API)."""
+    saved = os.environ.pop("ANTHROPIC_API_KEY", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["ANTHROPIC_API_KEY"] = saved
+
+
+def system_tokens(rules_name: str) -> int:
+    """Estimated tokens of Harry's system prompt (added to every LLM call's context)."""
+    from horcrux.agents.llm import harry_system_prompt
+
+    return estimate_tokens(harry_system_prompt(preset(rules_name)))
+
+
+def play_traced(
+    rules_name: str,
+    seed: int,
+    harry: str,
+    voldemort: str,
+    *,
+    contexts: bool = False,
+    settings: dict[str, Any] | None = None,
+    offline: bool = True,
+) -> GameRecord:
+    """Play one game like `sim.play_game` and measure it."""
+    start = time.perf_counter()
+    rules = preset(rules_name)
+    state, started = engine.new_game(rules, seed)
+    holder = [state]
+    if offline:
+        with _offline():
+            brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0], settings=settings)
+    else:
+        brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0], settings=settings)
+    vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=lambda: holder[0])
+    events: list[GameEvent] = [started]
+    cal = [0.0, 0.0, 0.0, 0.0]
+    cal_turns = 0
+    entropy: list[float] = []
+    relocations: list[int] = []
+    decoys: list[int] = []
+    wasted = {"decoy": 0, "empty": 0}
+    rendered: dict[Tier, list[int]] = {"compressed": [], "full": [], "narrative": []}
+    while not state.over:
+        event: HarryMoved | VoldemortMoved
+        if state.phase == "harry":
+            view = harry_view(state)
+            move = brain.decide(view, rng.stream(seed, "harry", state.turn))
+            belief = getattr(brain, "belief", None)
+            if belief is not None:
+                occupancy = belief.occupancy()
+                terms = calibration_terms(occupancy, state.horcruxes, state.horcruxes_left)
+                for i, v in enumerate(terms):
+                    cal[i] += v
+                cal_turns += 1
+                entropy.append(map_entropy(occupancy))
+                if contexts:
+                    for tier, sink in rendered.items():
+                        sink.append(estimate_tokens(render_tier(tier, view, belief)))
+            state, event = engine.apply(state, move)
+            assert isinstance(event, HarryMoved)
+            for obs in event.observations:
+                if obs.kind == "attack" and obs.outcome in wasted:
+                    wasted[obs.outcome] += 1
+        else:
+            vmove = vbrain.decide(voldemort_view(state), rng.stream(seed, "voldemort", state.turn))
+            if isinstance(vmove, Relocate):
+                relocations.append(state.turn)
+            elif isinstance(vmove, PlantDecoy):
+                decoys.append(state.turn)
+            state, event = engine.apply(state, vmove)
+        holder[0] = state
+        events.append(event)
+    decisions = [(d.tier, d.context_tokens) for d in getattr(brain, "decisions", [])]
+    return GameRecord(
+        harry=harry,
+        voldemort=voldemort,
+        seed=seed,
+        win=state.winner == "harry",
+        turns=state.turn,
+        destroyed=state.destroyed,
+        wasted_decoy=wasted["decoy"],
+        wasted_empty=wasted["empty"],
+        failures=failure_modes(events, decisions, system_tokens=system_tokens(rules_name)),
+        calibration=(cal[0], cal[1], cal[2], cal[3], cal_turns) if cal_turns else None,
+        entropy=entropy,
+        relocations=relocations,
+        decoys=decoys,
+        decisions=decisions,
+        contexts=rendered if contexts else {},
+        seconds=time.perf_counter() - start,
+    )
+
+
+Job = tuple[str, int, str, str, bool]
+
+
+def _run_job(job: Job) -> GameRecord:
+    rules_name, seed, harry, voldemort, contexts = job
+    return play_traced(rules_name, seed, harry, voldemort, contexts=contexts)
+
+
+def jobs_for(
+    rules_name: str, harrys: tuple[str, ...], voldemorts: tuple[str, ...], games: int, seed: int
+) -> list[Job]:
+    """Every game of the grid, the slowest architectures first (for load balance)."""
+    jobs: list[Job] = []
+    for v in voldemorts:
+        for h in harrys:
+            for g in range(games):
+                jobs.append((rules_name, seed + g, h, v, h == "gated" and g < CONTEXT_SAMPLE_GAMES))
+    jobs.sort(key=lambda j: _COST_ORDER.get(j[2], 9))
+    return jobs
+
+
+def run_grid(
+    rules_name: str,
+    harrys: tuple[str, ...],
+    voldemorts: tuple[str, ...],
+    games: int,
+    seed: int,
+    workers: int,
+    on_result: Callable[[int, int], None] | None = None,
+) -> list[GameRecord]:
+    """Play the grid on `workers` processes; results sorted by (voldemort, harry, seed)."""
+    jobs = jobs_for(rules_name, harrys, voldemorts, games, seed)
+    out: list[GameRecord] = []
+    total = len(jobs)
+    if workers <= 1:
+        for job in jobs:
+            out.append(_run_job(job))
+            if on_result:
+                on_result(len(out), total)
+    else:
+        with get_context("spawn").Pool(workers) as pool:
+            for record in pool.imap_unordered(_run_job, jobs, chunksize=4):
+                out.append(record)
+                if on_result:
+                    on_result(len(out), total)
+    order_h = {h: i for i, h in enumerate(harrys)}
+    order_v = {v: i for i, v in enumerate(voldemorts)}
+    out.sort(key=lambda r: (order_v[r.voldemort], order_h[r.harry], r.seed))
+    return out
+
+
+LLM_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
+    "llm": ("llm", {}),
+    "gated+llm": ("gated", {}),
+    "llm-narrative": ("llm", {"tier": "narrative"}),
+}
+"""The rows that need a key: the real `llm` (L1 context), the `gated` brain calling the
+LLM in its upper tiers, and the `llm` fed the narrative context (the article's naive setup)."""
+
+
+def run_llm_rows(rules_name: str, voldemort: str, games: int, seed: int) -> list[GameRecord] | None:
+    """Play the LLM rows in process, or None when no key is set (nothing is called)."""
+    if not os.environ.get("ANTHROPIC_API_KEY") or games <= 0:
+        return None
+    out: list[GameRecord] = []
+    for label, (spec, settings) in LLM_ROWS.items():
+        for g in range(games):
+            record = play_traced(
+                rules_name, seed + g, spec, voldemort, settings=settings, offline=False
+            )
+            record.harry = label
+            out.append(record)
+    return out
+
+
+__all__ = [
+    "BASELINE",
+    "HARRY_ARCHITECTURES",
+    "LLM_ROWS",
+    "VOLDEMORT_ADVERSARIES",
+    "GameRecord",
+    "jobs_for",
+    "play_traced",
+    "run_grid",
+    "run_llm_rows",
+    "system_tokens",
+]
