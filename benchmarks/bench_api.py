@@ -85,6 +85,7 @@ class Bench:
         }
         self.ms: dict[str, list[float]] = defaultdict(list)
         # (handler, turn) -> list of (reads RCU, writes WCU, ops, bytes read + written)
+        self.memory_reads: list[tuple[int, int, float]] = []  # (turn, GetItems, RCU)
         self.units: dict[tuple[str, int], list[tuple[float, float, str, int]]] = defaultdict(list)
 
     # ------------------------------------------------------------ calls
@@ -105,7 +106,13 @@ class Bench:
         result = run()
         self.ms[label].append((time.perf_counter() - start) * 1000)
         _METRICS.clear_metrics()  # Powertools keeps disabled metrics; drop them per call
-        made = self.stores[store].calls[calls:]
+        every = self.stores[store].calls[calls:]
+        # an AI Harry's first turn also reads its cross-game memory once (docs/ECHO.md):
+        # counted apart, so that the per-turn hot path is compared like for like
+        memory = [c for c in every if c.target.endswith(("#MEMORY", "#RESULTS"))]
+        if memory:
+            self.memory_reads.append((turn, len(memory), sum(c.read_units for c in memory)))
+        made = [c for c in every if c not in memory]
         ops = "+".join(c.op for c in made)
         reads = sum(c.read_units for c in made)
         writes = sum(c.write_units for c in made)
@@ -271,6 +278,11 @@ def main() -> int:
     ops = Counter(r[2] for rows in bench.units.values() for r in rows)
     print()
     print("store calls per handler call: " + ", ".join(f"{op} x{n}" for op, n in ops.items()))
+    for (turn, count, units), games in sorted(Counter(bench.memory_reads).items()):
+        print(
+            f"plus, once per game at an AI Harry's turn {turn} ({games} games): its cross-game"
+            f" memory, {count} GetItem ({units:g} RCU)"
+        )
     print(
         f"p99 budget {P99_BUDGET_MS:.0f} ms: {'met' if worst <= P99_BUDGET_MS else 'MISSED'}"
         f" (worst p99 {worst:.1f} ms); units at turn 1 == turn 50: {'yes' if equal else 'NO'}"

@@ -75,6 +75,8 @@ class CallRecord:
     write_units: float
     item_bytes: int
     seconds: float
+    target: str = ""
+    """For a GetItem, the sort key read (`SNAPSHOT`, `OPP#...#MEMORY`, ...)."""
 
 
 class DynamoDbStore:
@@ -123,11 +125,18 @@ class DynamoDbStore:
             ReturnConsumedCapacity="TOTAL", **kw
         )
         elapsed = time.perf_counter() - start
-        self._record(op, response, read, written, elapsed)
+        sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
+        self._record(op, response, read, written, elapsed, sort_key)
         return response
 
     def _record(
-        self, op: str, response: dict[str, Any], read: int, written: tuple[int, ...], secs: float
+        self,
+        op: str,
+        response: dict[str, Any],
+        read: int,
+        written: tuple[int, ...],
+        secs: float,
+        target: str = "",
     ) -> None:
         consumed = response.get("ConsumedCapacity")
         entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
@@ -144,6 +153,7 @@ class DynamoDbStore:
                 write_units=sum(codec.write_units(w, transactional=transactional) for w in written),
                 item_bytes=read + sum(written),
                 seconds=secs,
+                target=target,
             )
         )
 
