@@ -22,31 +22,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
     sys.path.insert(0, str(ROOT / "shared"))
 
+from conftest import TEST_AWS_ENV, set_aws_env  # noqa: E402
+
 from horcrux.store import DynamoDbStore  # noqa: E402
 
 EVENTS_DIR = ROOT / "events"
-IDEMPOTENCY_TABLE = "test-idempotency"
+IDEMPOTENCY_TABLE = TEST_AWS_ENV["HORCRUX_IDEMPOTENCY_TABLE"]
 _counter = itertools.count()
-
-
-def set_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials and a region, so nothing can reach AWS; streams in process."""
-    for name, value in {
-        "AWS_DEFAULT_REGION": "eu-west-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        "HORCRUX_EVENTS_TABLE": "test-events",
-        "HORCRUX_GAMES_TABLE": "test-games",
-        "HORCRUX_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
-        "POWERTOOLS_METRICS_NAMESPACE": "HorcruxHuntTest",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "HORCRUX_DYNAMODB_ENDPOINT", "HORCRUX_TTL_DAYS"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def create_idempotency_table(client: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.metrics import EphemeralMetrics
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from conftest import Clock, set_aws_env
 from moto import mock_aws
 
 from horcrux import compaction, engine, rng, sim
@@ -65,31 +66,9 @@ def load_handler_module() -> ModuleType:
 H = load_handler_module()
 
 
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials and a region, so nothing can reach AWS."""
-    for name, value in {
-        "AWS_DEFAULT_REGION": "eu-west-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        "HORCRUX_EVENTS_TABLE": "test-events",
-        "HORCRUX_GAMES_TABLE": "test-games",
-        "POWERTOOLS_METRICS_NAMESPACE": "HorcruxTest",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "HORCRUX_DYNAMODB_ENDPOINT", "HORCRUX_TTL_DAYS"):
-        monkeypatch.delenv(name, raising=False)
+    set_aws_env(monkeypatch)
     monkeypatch.delenv("HORCRUX_RESULTS_KEEP", raising=False)
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import Clock, set_aws_env
 from moto import mock_aws
 
 from horcrux import engine, rng, sim
@@ -47,31 +48,9 @@ AI_SEATS = {
 }
 
 
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials and a region, so nothing can reach AWS; streams in process."""
-    for name, value in {
-        "AWS_DEFAULT_REGION": "eu-west-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        "HORCRUX_EVENTS_TABLE": "test-events",
-        "HORCRUX_GAMES_TABLE": "test-games",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.delenv("HORCRUX_DYNAMODB_ENDPOINT", raising=False)
-    monkeypatch.delenv("HORCRUX_TTL_DAYS", raising=False)
+    set_aws_env(monkeypatch)
 
 
 @pytest.fixture
