@@ -30,6 +30,24 @@ def public_evidence(rules: RuleSet, history: tuple[HarryRecord, ...]) -> dict[st
     return score
 
 
+def top_evidence_free(rules: RuleSet, view: VoldemortView) -> tuple[str, float] | None:
+    """The free location with the highest public evidence (first in board order on ties)."""
+    free = view.free_locations()
+    if not free:
+        return None
+    evidence = public_evidence(rules, view.history)
+    best = max(free, key=lambda loc: evidence[loc])
+    return best, evidence[best]
+
+
+def reference_decoy(rules: RuleSet, view: VoldemortView) -> PlantDecoy | None:
+    """Rule 2 of the reference: a decoy at the top-evidence free location, if above 0."""
+    if view.decoys_left <= 0:
+        return None
+    top = top_evidence_free(rules, view)
+    return PlantDecoy(location=top[0]) if top is not None and top[1] > 0 else None
+
+
 class ReferenceVoldemort:
     """The evaluation's fixed adversary, deterministic given the game's RNG.
 
@@ -56,13 +74,9 @@ class ReferenceVoldemort:
                 ):
                     target = rng.choice(view.free_locations())
                     return Relocate(from_location=obs.location, to_location=target)
-        if view.decoys_left > 0:
-            evidence = public_evidence(self.rules, view.history)
-            free = view.free_locations()
-            if free:
-                best = max(free, key=lambda loc: evidence[loc])
-                if evidence[best] > 0:
-                    return PlantDecoy(location=best)
+        decoy = reference_decoy(self.rules, view)
+        if decoy is not None:
+            return decoy
         return Pass()
 
 

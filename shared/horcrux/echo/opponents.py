@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 
 from horcrux.agents.base import VOLDEMORT_BRAINS, BrainOptions, VoldemortMove, int_param
-from horcrux.agents.voldemort import public_evidence
+from horcrux.agents.voldemort import reference_decoy, top_evidence_free
 from horcrux.models import Pass, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
 from horcrux.views import VoldemortView
@@ -46,14 +46,7 @@ class LateVoldemort:
                     free = view.free_locations()
                     if free:
                         return Relocate(from_location=loc, to_location=rng.choice(free))
-        if view.decoys_left > 0:
-            evidence = public_evidence(self.rules, view.history)
-            free = view.free_locations()
-            if free:
-                best = max(free, key=lambda loc: evidence[loc])
-                if evidence[best] > 0:
-                    return PlantDecoy(location=best)
-        return Pass()
+        return reference_decoy(self.rules, view) or Pass()
 
 
 class DecoyHeavyVoldemort:
@@ -66,10 +59,9 @@ class DecoyHeavyVoldemort:
 
     def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
         if view.decoys_left > 0:
-            evidence = public_evidence(self.rules, view.history)
-            free = view.free_locations()
-            if free:
-                return PlantDecoy(location=max(free, key=lambda loc: evidence[loc]))
+            top = top_evidence_free(self.rules, view)
+            if top is not None:
+                return PlantDecoy(location=top[0])
         return Pass()
 
 
