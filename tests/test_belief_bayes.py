@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import horcrux.agents.planner  # noqa: F401  (registers the brains)
 from horcrux import engine
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief, forgotten_budgets
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, AllyRules, RuleSet, Sensor
 from horcrux.views import HarryView, harry_view, voldemort_view
@@ -316,3 +316,48 @@ def test_budget_priors_weight_the_charges_and_survive_a_snapshot() -> None:
         BayesBelief(SMALL, charge_prior=(1.0, 1.0))
     with pytest.raises(ValueError, match="decoy_prior"):
         BayesBelief(SMALL, decoy_prior=(1.0,))
+
+
+def test_forgotten_budgets_are_each_models_binomial_forecast() -> None:
+    models = MODES["mixture"]  # trigger, hazard, static
+    charges, decoys = forgotten_budgets(models, CLASSIC, 3, 10)
+    assert len(charges) == len(decoys) == len(models)
+    for row in (*charges, *decoys):
+        assert len(row) == 4 and sum(row) == pytest.approx(1.0) and min(row) >= 0.0
+    hit = 3 / 15 * 0.80  # a search finds a real Horcrux: 0.16 a turn
+    assert charges[0][3] == pytest.approx((1 - hit) ** 10)  # trigger: none of 10 hit
+    assert charges[0][2] == pytest.approx(10 * hit * (1 - hit) ** 9)
+    assert charges[1][3] == pytest.approx(0.97**10)  # hazard h = 0.03
+    assert charges[2] == (0.0, 0.0, 0.0, 1.0)  # static never moves
+    positive = 3 / 15 * 0.80 + 12 / 15 * 0.15  # 0.28
+    plant = positive * (1 - hit)  # the trigger model plants whenever it can
+    assert decoys[0][0] == pytest.approx((1 - plant) ** 10)
+    assert decoys[2] == (1.0, 0.0, 0.0, 0.0)  # static plants nothing
+    # more forgotten turns: more of the budgets spent, never fewer
+    later_charges, later_decoys = forgotten_budgets(models, CLASSIC, 3, 30)
+    assert later_charges[0][0] > charges[0][0] and later_decoys[0][3] > decoys[0][3]
+    assert forgotten_budgets(models, CLASSIC, 3, 0)[0][0] == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_forgotten_turns_build_per_model_priors_and_survive_a_snapshot() -> None:
+    positive = Observation(location="hogwarts", kind="search", outcome="positive")
+    record = HarryRecord(turn=30, action=Search(location="hogwarts"), observations=(positive,))
+    charges, decoys = forgotten_budgets(MODES["mixture"], CLASSIC, 3, 29)
+    explicit = BayesBelief(CLASSIC, charge_prior=charges, decoy_prior=decoys)
+    forgot = BayesBelief(CLASSIC, forgotten=29)
+    start = BayesBelief(CLASSIC)
+    for belief in (explicit, forgot, start):
+        belief.update(record)
+    assert (explicit.marginals() == forgot.marginals()).all()
+    # 29 forgotten turns: the charges are probably spent, so the positive sticks
+    assert forgot.occupancy()["hogwarts"] > start.occupancy()["hogwarts"] + 0.2
+    again = BayesBelief.restore(CLASSIC, forgot.snapshot())
+    assert (again.marginals() == forgot.marginals()).all()
+    with pytest.raises(ValueError, match="not both"):
+        BayesBelief(CLASSIC, forgotten=3, charge_prior=(1.0,) * 4)
+    with pytest.raises(ValueError, match=">= 0"):
+        BayesBelief(CLASSIC, forgotten=-1)
+    with pytest.raises(ValueError, match="for each of the 3 models"):
+        BayesBelief(CLASSIC, charge_prior=((1.0,) * 4,) * 2)
+    with pytest.raises(ValueError, match="positive sum"):
+        BayesBelief(CLASSIC, decoy_prior=(0.0,) * 4)

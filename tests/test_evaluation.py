@@ -288,3 +288,23 @@ def test_evaluate_writes_markdown_json_and_png(tmp_path: Path) -> None:
     assert "6 games per architecture" in md and "not run" in md
     pngs = sorted(p.name for p in (out / "img").glob("*.png"))
     assert {"win-rates.png", "entropy-race-reference.png", "tokens-by-tier.png"} <= set(pngs)
+
+
+def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -> None:
+    from horcrux.evaluation.plots import window_curve
+
+    rows = {
+        "planner": {"win_rate": 0.82},
+        "planner:trigger": {"win_rate": 0.84},
+        "planner-window:32": {"win_rate": 0.67},
+        "planner-window:8": {"win_rate": 0.3},
+        "planner-window:8:uniform": {"win_rate": 0.1},  # a variant, not the curve
+        "naive": {"win_rate": 0.27},
+    }
+    assert [(w, r["win_rate"]) for w, r in window_curve(rows)] == [
+        (8, 0.3),
+        (32, 0.67),
+        (50, 0.84),
+    ]
+    del rows["planner:trigger"]
+    assert window_curve(rows)[-1] == (50, {"win_rate": 0.82})

@@ -18,7 +18,8 @@ from horcrux.agents.planner import (
     plan,
     tie_order,
 )
-from horcrux.belief.bayes import BayesBelief
+from horcrux.belief.bayes import MODES, BayesBelief, forgotten_budgets
+from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
 from horcrux.sim import play_game
@@ -193,14 +194,14 @@ def test_window_uses_only_the_last_w_observations() -> None:
     view = _view(CLASSIC).model_copy(update={"history": tuple(old + recent), "turn": 10})
     brain = WindowPlannerHarry(CLASSIC, 4)
     brain.sync(view)
-    # turns 1-5 forgotten: the rebuild starts from the ignorance prior on both budgets
-    fresh = BayesBelief(CLASSIC, charge_prior=(1.0,) * 4, decoy_prior=(1.0,) * 4)
+    # turns 1-5 forgotten: the rebuild starts from the models' forecast of 5 turns
+    fresh = BayesBelief(CLASSIC, "trigger", forgotten=5)
     for record in recent:
         fresh.update(record)
     assert (brain.belief.marginals() == fresh.marginals()).all()
     occ = brain.belief.occupancy()
     assert occ["hogwarts"] == pytest.approx(occ["hogsmeade"])  # forgot the positives
-    full = PlannerHarry(CLASSIC)
+    full = PlannerHarry(CLASSIC, "trigger")
     full.sync(view)
     assert abs(full.belief.occupancy()["hogwarts"] - occ["hogwarts"]) > 0.05
 
@@ -246,16 +247,55 @@ def _searches(outcomes: list[tuple[str, str]]) -> tuple[HarryRecord, ...]:
 def test_window_rebuild_prior_knows_the_start_and_forgets_the_budgets() -> None:
     brain = WindowPlannerHarry(CLASSIC, 8)
     assert brain.rebuild_prior(1, 3) == {"horcruxes": 3}  # the game's own start
-    prior = brain.rebuild_prior(12, 2)
-    assert prior["horcruxes"] == 2
-    assert prior["charge_prior"] == (1.0,) * (CLASSIC.relocations + 1)
-    assert prior["decoy_prior"] == (1.0,) * (CLASSIC.decoys + 1)
+    assert brain.rebuild_prior(12, 2) == {"horcruxes": 2, "forgotten": 11}
+    uniform = WindowPlannerHarry(CLASSIC, 8, prior="uniform").rebuild_prior(12, 2)
+    assert uniform["charge_prior"] == (1.0,) * (CLASSIC.relocations + 1)
+    assert uniform["decoy_prior"] == (1.0,) * (CLASSIC.decoys + 1)
+    assert WindowPlannerHarry(CLASSIC, 8, prior="fresh").rebuild_prior(12, 2) == {"horcruxes": 2}
+    hedged = WindowPlannerHarry(CLASSIC, 8, prior="hedged").rebuild_prior(12, 2)
+    (charges, *_), (decoys, *_) = forgotten_budgets(MODES["trigger"], CLASSIC, 2, 11)
+    for got, forecast in ((hedged["charge_prior"][0], charges), (hedged["decoy_prior"][0], decoys)):
+        assert got == pytest.approx([0.5 * p + 0.125 for p in forecast])
+
+
+@pytest.mark.parametrize(
+    ("spec", "window", "prior", "name"),
+    [
+        ("planner-window:8", 8, "forecast", "planner-window:8"),
+        ("planner-window:16:uniform", 16, "uniform", "planner-window:16:uniform"),
+        ("planner-window:4:fresh", 4, "fresh", "planner-window:4:fresh"),
+        ("planner-window:8:hedged", 8, "hedged", "planner-window:8:hedged"),
+        ("planner-window", 16, "forecast", "planner-window:16"),
+    ],
+)
+def test_window_spec_names_the_window_and_the_rebuild_prior(
+    spec: str, window: int, prior: str, name: str
+) -> None:
+    brain = HARRY_BRAINS.create(spec, CLASSIC)
+    assert isinstance(brain, WindowPlannerHarry)
+    assert (brain.window, brain.prior, brain.name) == (window, prior, name)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "planner-window:8:hopeful",
+            "rebuild prior must be one of forecast, hedged, uniform, fresh",
+        ),
+        ("planner-window:eight", "must be a whole number"),
+        ("planner-window:0", "at least 1"),
+    ],
+)
+def test_window_spec_errors_name_the_problem(spec: str, message: str) -> None:
+    with pytest.raises(UnknownBrain, match=message):
+        HARRY_BRAINS.create(spec, CLASSIC)
 
 
 def test_window_covering_the_whole_game_is_the_full_planner() -> None:
     history = _searches([("hogwarts", "positive"), ("azkaban", "negative")] * 3)
     view = _view(CLASSIC, turn=7).model_copy(update={"history": history})
-    window, full = WindowPlannerHarry(CLASSIC, 8), PlannerHarry(CLASSIC)
+    window, full = WindowPlannerHarry(CLASSIC, 8), PlannerHarry(CLASSIC, "trigger")
     window.sync(view)
     full.sync(view)
     assert np.allclose(window.belief.marginals(), full.belief.marginals(), atol=1e-12)
@@ -288,3 +328,24 @@ def test_ties_are_broken_by_a_per_turn_order_not_the_board() -> None:
     assert len(picks) > 5
     board = PlannerParams(ties="board")
     assert plan(belief, _view(CLASSIC), board).move == Search(location=CLASSIC.locations[0])
+
+
+def test_forgotten_budget_forecast_tracks_real_games_early_on() -> None:
+    # the rebuild's forecast of Voldemort's spent budgets against what 60 real games of
+    # the full-memory trigger planner show at turn 9 (classic, reference Voldemort)
+    left: list[int] = []
+    used: list[int] = []
+
+    def step(state: Any, _event: Any) -> None:
+        if state.phase == "harry" and state.turn == 9:
+            left.append(state.relocations_left)
+            used.append(CLASSIC.decoys - state.decoys_left)
+
+    for seed in range(60):
+        play_game(CLASSIC, seed, "planner:trigger", "reference", on_step=step)
+    charges, decoys = forgotten_budgets(MODES["trigger"], CLASSIC, 3, 8)
+    forecast_left = sum(r * p for r, p in enumerate(charges[0]))
+    forecast_used = sum(n * p for n, p in enumerate(decoys[0]))
+    assert len(left) == 60
+    assert abs(forecast_left - sum(left) / 60) < 0.4
+    assert abs(forecast_used - sum(used) / 60) < 0.4

@@ -29,14 +29,20 @@ import struct
 import time
 import zlib
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
-from horcrux.belief.bayes import DEFAULT_MODE, MODES, BayesBelief, FloatArray
+from horcrux.belief.bayes import (
+    DEFAULT_MODE,
+    MODES,
+    BayesBelief,
+    FloatArray,
+    forgotten_budgets,
+)
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
@@ -238,63 +244,90 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
+REBUILD_PRIORS = ("forecast", "hedged", "uniform", "fresh")
+"""How a memory-window rebuild fills in Voldemort's budgets for the turns it forgot."""
+
+
+def _hedge(row: tuple[float, ...]) -> tuple[float, ...]:
+    """Equal odds between a forecast and ignorance (uniform) over the same counts."""
+    total = sum(row)
+    return tuple(0.5 * x / total + 0.5 / len(row) for x in row)
+
+
 class WindowPlannerHarry(PlannerHarry):
     """The planner, but rebuilding its belief each turn from its last W observations only.
 
-    Same reasoning, different memory (BELIEF.md section 6): the same models, filter,
-    predictive step and decision rule (thresholds included) as the full planner; only
-    the record the belief is rebuilt from is cut to the last W observations ("events":
-    one per search or attack, Ron's use counting two; in the classic preset, turns).
+    Same reasoning, different memory (BELIEF.md section 6): the filter, predictive step
+    and decision rule (thresholds included) of the full planner, by default with the
+    trigger model (`planner:trigger`, the "exact Bayes filter with a relocation model"
+    whose windows GAME.md's reference ablation measures; it is also three times cheaper
+    to rebuild than the mixture); only the record the belief is rebuilt from is cut to
+    the last W observations ("events": one per search or attack, Ron's use counting
+    two; in the classic preset, turns). While the whole game fits in the window the
+    belief is folded in turn by turn, exactly the full planner's.
 
-    The prior of the rebuild is what a calibrated Harry who forgot the older events, but
-    still sees his view (the turn, attacks left, Horcruxes destroyed), should believe at
-    the first turn t0 he remembers:
+    The rebuild starts at the first turn t0 he remembers. Where the Horcruxes are: uniform
+    over the sets of k0 = Horcruxes left + those destroyed inside the window (he forgot
+    every search that located them; by symmetry nothing else holds). What he must also
+    assume is how much of Voldemort's budgets the t0 - 1 forgotten turns used, and the
+    result hangs on it (docs/MEMORY.md has the measured spread). `prior` chooses:
 
-    * where: uniform over the sets of k0 = Horcruxes left + those destroyed inside the
-      window (he forgot every search that located them; by symmetry nothing else holds);
-    * relocation charges: if nothing is forgotten (t0 = 1), the game's start, surely R;
-      otherwise he cannot tell how many of the forgotten positives made Voldemort move,
-      so the maximum-entropy prior, uniform over r = 0..R. ("Surely R" makes every
-      remembered positive a relocation under the trigger model and he never attacks;
-      "surely 0" makes every positive stick and he wastes attacks on moved Horcruxes.)
-    * decoys: likewise, the number already planted is uniform over 0..D once anything
-      is forgotten (the planting models stop planting when the budget is spent). Where
-      they went is not modelled (c_j starts at 0, as at turn 1): the planting rule
-      follows the public evidence of the whole game, which he forgot; a uniform c_0
-      would cap P(real | responds) near 1/2 and stop him attacking altogether.
+    * `forecast` (default): each adversary model's own forecast for that many turns of a
+      searcher who recalls nothing (`horcrux.belief.bayes.forgotten_budgets`): what a
+      calibrated Harry who still sees the turn counter believes;
+    * `uniform`: maximum entropy, every count of charges left and decoys planted equally
+      likely;
+    * `fresh`: as at the game's start (all charges left, no decoy planted): the Harry
+      who takes the oldest turn he recalls for the first of the game.
 
-    The predictive step runs after every remembered turn, as in the full filter (the
-    window is a cut of the same record, not a different model). Equal locations are
-    broken by the per-turn shuffle of `plan`: a fixed board order makes a W < N Harry
-    cycle through the same few locations he keeps forgetting. With the whole game in
-    the window (t0 = 1) the rebuild is exactly the full planner's belief.
-    Measured (classic, reference Voldemort, 2000 games): see the project's docs.
+    Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
+    follows the public evidence of the whole game, which he forgot. The predictive step
+    runs after every remembered turn, as in the full filter. Equal locations are broken
+    by the per-turn shuffle of `plan`: a fixed board order makes a W < N Harry cycle
+    through the same few locations he keeps forgetting.
     """
 
-    def __init__(self, rules: RuleSet, window: int, mode: str = DEFAULT_MODE) -> None:
+    def __init__(
+        self, rules: RuleSet, window: int, mode: str = "trigger", prior: str = "forecast"
+    ) -> None:
+        if prior not in REBUILD_PRIORS:
+            raise ValueError(f"unknown rebuild prior {prior!r}; known: {', '.join(REBUILD_PRIORS)}")
+        if window < 1:
+            raise ValueError(f"a memory window holds at least 1 observation, got {window}")
         super().__init__(rules, mode)
         self.window = window
-        self.name = f"planner-window:{window}"
+        self.prior = prior
+        self.name = f"planner-window:{window}" + ("" if prior == "forecast" else f":{prior}")
 
     def rebuild_prior(self, first_turn: int, horcruxes: int) -> dict[str, Any]:
         """The keyword arguments of the rebuild's `BayesBelief` (see the class doc)."""
         forgotten = max(0, first_turn - 1)
-        if forgotten == 0:
+        if forgotten == 0 or self.prior == "fresh":
             return {"horcruxes": horcruxes}
-        return {
-            "horcruxes": horcruxes,
-            "charge_prior": (1.0,) * (self.rules.relocations + 1),
-            "decoy_prior": (1.0,) * (self.rules.decoys + 1),
-        }
+        if self.prior == "uniform":
+            return {
+                "horcruxes": horcruxes,
+                "charge_prior": (1.0,) * (self.rules.relocations + 1),
+                "decoy_prior": (1.0,) * (self.rules.decoys + 1),
+            }
+        if self.prior == "hedged":
+            charges, decoys = forgotten_budgets(MODES[self.mode], self.rules, horcruxes, forgotten)
+            return {
+                "horcruxes": horcruxes,
+                "charge_prior": tuple(_hedge(row) for row in charges),
+                "decoy_prior": tuple(_hedge(row) for row in decoys),
+            }
+        return {"horcruxes": horcruxes, "forgotten": forgotten}
 
     def sync(self, view: HarryView) -> None:
         flat = [(r.turn, obs) for r in view.history for obs in r.observations]
-        recent = flat[-self.window :] if self.window > 0 else []
+        if len(flat) <= self.window:  # he still remembers everything: the full planner's
+            super().sync(view)  # belief, folded in turn by turn rather than rebuilt
+            return
+        recent = flat[-self.window :]
         destroyed = sum(1 for _, obs in recent if obs.outcome == "destroyed")
         k0 = min(self.rules.horcruxes, view.horcruxes_left + destroyed)
-        first_turn = recent[0][0] if recent else view.turn
-        if recent and len(recent) == len(flat):
-            first_turn = 1  # he remembers everything
+        first_turn = recent[0][0]
         belief = BayesBelief(self.rules, self.mode, **self.rebuild_prior(first_turn, k0))
         groups: list[tuple[int, list[Observation]]] = []
         for turn, obs in recent:
@@ -302,8 +335,8 @@ class WindowPlannerHarry(PlannerHarry):
                 groups[-1][1].append(obs)
             else:
                 groups.append((turn, [obs]))
-        for turn, observations in groups:
-            belief.update_observations(turn, tuple(observations))
+        for i, (turn, observations) in enumerate(groups, start=1 - len(groups)):
+            belief.update_observations(turn, tuple(observations), track=i == 0)
         self.belief = belief
 
 
@@ -362,10 +395,21 @@ def _planner(options: BrainOptions) -> PlannerHarry:
 
 
 @HARRY_BRAINS.register(
-    "planner-window", description="the planner recalling only its last W observations"
+    "planner-window",
+    description="the planner recalling only its last W observations (:W[:forecast|uniform|fresh])",
 )
 def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
-    return WindowPlannerHarry(options.rules, int_param(options, 16, "planner-window's memory"))
+    window, _, prior = (options.param or "").partition(":")
+    sized = replace(options, param=window or None)
+    prior = prior or "forecast"
+    if prior not in REBUILD_PRIORS:
+        raise UnknownBrain(
+            f"planner-window's rebuild prior must be one of {', '.join(REBUILD_PRIORS)}, "
+            f"got {prior!r}"
+        )
+    return WindowPlannerHarry(
+        options.rules, int_param(sized, 16, "planner-window's memory"), prior=prior
+    )
 
 
 @HARRY_BRAINS.register(
@@ -376,6 +420,7 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 
 
 __all__ = [
+    "REBUILD_PRIORS",
     "Choice",
     "PlannerHarry",
     "PlannerParams",

@@ -58,7 +58,7 @@ import zlib
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -188,6 +188,81 @@ def _tables(n: int, k: int) -> _Tables:
     )
 
 
+# ---------------------------------------------------------------- budget priors
+Prior = tuple[float, ...] | tuple[tuple[float, ...], ...]
+
+
+def _prior_rows(prior: Prior, count: int, budget: int, name: str, what: str) -> FloatArray:
+    """`prior` as normalised weights over 0..budget, one row per model (shared or each its own)."""
+    rows = np.array(prior, dtype=np.float64)
+    if rows.ndim == 1:
+        rows = np.broadcast_to(rows, (count, len(rows)))
+    if rows.ndim != 2 or rows.shape[0] != count or rows.shape[1] != budget + 1:
+        raise ValueError(
+            f"{name} needs {budget + 1} weights ({what}{budget}), or such a row for each "
+            f"of the {count} models"
+        )
+    total = rows.sum(axis=1, keepdims=True)
+    if (rows < 0.0).any() or (total <= 0.0).any():
+        raise ValueError(f"{name} needs non-negative weights with a positive sum")
+    out: FloatArray = rows / total
+    return out
+
+
+def _plain(prior: Any) -> Prior | None:
+    """A prior as plain floats (JSON lists back to tuples), shared or one row per model."""
+    if prior is None:
+        return None
+    if len(prior) and isinstance(prior[0], (list, tuple)):
+        return tuple(tuple(float(x) for x in row) for row in prior)
+    return tuple(float(x) for x in prior)
+
+
+def _spent(turns: int, rate: float, budget: int) -> list[float]:
+    """P(j of a budget spent) after `turns` chances at `rate` each: Binomial, capped."""
+    rate = min(1.0, max(0.0, rate))
+    probs = [math.comb(turns, j) * rate**j * (1.0 - rate) ** (turns - j) for j in range(budget)]
+    probs.append(max(0.0, 1.0 - sum(probs)))
+    return probs
+
+
+def forgotten_budgets(
+    models: tuple[AdversaryModel, ...], rules: RuleSet, horcruxes: int, turns: int
+) -> tuple[tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...]]:
+    """Each model's forecast of Voldemort's budgets after `turns` turns Harry cannot recall.
+
+    What a Harry who forgot the start of the game should believe about the charges left
+    (weights over r = 0..R) and the decoys already planted (over 0..D), model by model,
+    from nothing but the model's own rates and the number of turns he forgot:
+
+    * relocations: a `hazard` model moves with probability h per turn; a `trigger` model
+      moves when a search hits a real Horcrux, which for a searcher who recalls nothing
+      happens at the uninformed rate trigger * (k / N) * d per turn; `static` never moves;
+    * decoys: the planting rule needs a location with positive public evidence, which
+      a positive search creates: the model's `plant` rate times the uninformed chance of
+      a positive, k/N d + (1 - k/N) f, on every turn without a relocation.
+
+    Against the reference Voldemort these forecasts match what the full planner's games
+    show (0.16 relocations and about 0.24 decoys a turn early on; docs/MEMORY.md).
+
+    Counts are Binomial over the forgotten turns, capped at the budget. With nothing
+    forgotten this is the game's start: R charges left, no decoy planted.
+    """
+    n = len(rules.locations)
+    share = horcruxes / n
+    hit = share * rules.sensor.d  # a search finds a real Horcrux
+    positive = hit + (1.0 - share) * rules.sensor.f  # a search comes back positive
+    charges: list[tuple[float, ...]] = []
+    decoys: list[tuple[float, ...]] = []
+    for model in models:
+        move = {"trigger": model.trigger * hit, "hazard": model.hazard, "static": 0.0}[model.motion]
+        used = _spent(turns, move, rules.relocations)
+        charges.append(tuple(reversed(used)))  # j used -> R - j left
+        plant = model.plant * positive * (1.0 - move)
+        decoys.append(tuple(_spent(turns, plant, rules.decoys)))
+    return tuple(charges), tuple(decoys)
+
+
 # ---------------------------------------------------------------- the filters
 class _Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
@@ -205,8 +280,8 @@ class _Filters:
         k: int,
         charges: int,
         decoys: int,
-        charge_prior: tuple[float, ...] | None = None,
-        decoy_prior: tuple[float, ...] | None = None,
+        charge_prior: Prior | None = None,
+        decoy_prior: Prior | None = None,
     ) -> None:
         self.models = models
         self.n = n
@@ -215,26 +290,22 @@ class _Filters:
         self.w: FloatArray = np.zeros((charges + 1, count, len(self.tab.sets)))
         if charge_prior is None:
             self.w[charges] = 1.0 / len(self.tab.sets)
-        else:
-            if len(charge_prior) != charges + 1:
-                raise ValueError(f"charge_prior needs {charges + 1} weights (r = 0..{charges})")
-            prior = np.array(charge_prior, dtype=np.float64)
-            self.w[:] = (prior / prior.sum())[:, None, None] / len(self.tab.sets)
+        else:  # one row for every model, or one per model
+            prior = _prior_rows(charge_prior, count, charges, "charge_prior", "r = 0..")
+            self.w[:] = prior.T[:, :, None] / len(self.tab.sets)
         self.c: FloatArray = np.zeros((count, n))
         self.used: FloatArray = np.zeros((count, decoys + 1))
         if decoy_prior is None:
             self.used[:, 0] = 1.0
         else:  # decoys already planted, for the models that plant
-            if len(decoy_prior) != decoys + 1:
-                raise ValueError(f"decoy_prior needs {decoys + 1} weights (0..{decoys} used)")
-            prior = np.array(decoy_prior, dtype=np.float64)
-            self.used[:] = prior / prior.sum()
+            self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
+        self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._marginal: FloatArray | None = None
 
     @property
@@ -312,24 +383,29 @@ class _Filters:
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
             spread = 1.0 / (self.n - tab.k)
+            several = len(positives) > 1  # Ron: each Horcrux moves at most once a turn
+            flat = w.view()
+            flat.shape = (-1,)  # a view of the weights, never a copy
             for i, p in self._trigger if positives else ():
-                base = w[1:, i] * p  # (R, sets): before any move of this turn
-                done: BoolArray | None = None
+                base = flat.copy() if several else flat  # the weights before any move
+                done: BoolArray | None = np.zeros(len(tab.sets), bool) if several else None
                 for j in positives:
                     rows = tab.with_j[j]
-                    moved = base[:, rows]
+                    up_idx, down_idx = self._move_index(j, i)
+                    moved = np.take(base, up_idx).reshape(-1, len(rows))  # w[1:, i, rows]
+                    if p != 1.0:
+                        moved *= p
                     if done is not None:
-                        moved = moved * ~done[rows]
-                    else:
-                        done = np.zeros(len(tab.sets), dtype=bool)
+                        moved *= ~done[rows]
+                        done[rows] = True
                     moved_total[i] += float(moved.sum())
                     src = tab.move_src[j]
-                    incoming = moved[:, src[0]]
+                    incoming = np.take(moved, src[0], axis=1)
                     for q in range(1, tab.k):
-                        incoming = incoming + moved[:, src[q]]
-                    w[1:, i, rows] -= moved
-                    w[:-1, i, tab.without_j[j]] += incoming * spread
-                    done[rows] = True
+                        incoming += np.take(moved, src[q], axis=1)
+                    incoming *= spread
+                    flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
+                    flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
             share = 1.0 / (tab.k * (self.n - tab.k))
             for i, h in self._hazard:
                 moved = w[1:, i] * h  # (R, sets)
@@ -340,29 +416,51 @@ class _Filters:
         if self.used.shape[1] > 1 and self.p_plant.any():
             self._plant(1.0 - moved_total, evidence)
 
+    def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
+        """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
+        sets without j at r - 1 (a Horcrux moving from j spends a charge)."""
+        key = (self.tab.k, j, i)
+        found = self._index.get(key)
+        if found is None:
+            rows, m, s = self.w.shape
+            start = (np.arange(rows - 1)[:, None] * m + i) * s  # (r - 1, model i, set 0)
+            found = (
+                (start + m * s + self.tab.with_j[j][None, :]).reshape(-1),
+                (start + self.tab.without_j[j][None, :]).reshape(-1),
+            )
+            self._index[key] = found
+        return found
+
     def _plant(self, p_no_move: FloatArray, evidence: FloatArray) -> None:
-        left = 1.0 - self.used[:, -1]
-        if not (left > 0.0).any():
-            return
         positive = np.flatnonzero(evidence > 0.0)
         if len(positive) == 0:
             return
-        cand = positive[np.argsort(-evidence[positive], kind="stable")]  # board order on ties
-        m = self.marginal()[:, cand]
-        c = self.c[:, cand]
-        go = self.p_plant * np.maximum(0.0, p_no_move)  # (models,)
-        taken = m + (1.0 - m) * c  # P(candidate not free)
-        reach = np.ones_like(m)  # P(every better candidate is taken)
-        reach[:, 1:] = np.cumprod(taken[:, :-1], axis=1)
-        open_ = c < 1.0
-        self.c[:, cand] = np.where(open_, c + (1.0 - c) * reach * (go * left)[:, None], c)
-        planted = np.where(open_, reach * (1.0 - m) * (1.0 - c), 0.0) @ np.ones(len(cand))
-        planted = np.minimum(1.0, planted * go)[:, None]  # P(a decoy now | charges left)
-        used = self.used
-        shifted = used.copy()
-        shifted[:, :-1] -= used[:, :-1] * planted
-        shifted[:, 1:] += used[:, :-1] * planted
-        self.used = shifted
+        go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
+        left_all = (1.0 - self.used[:, -1]).tolist()
+        if len(positive) > 1:  # best evidence first, board order on ties
+            positive = positive[np.argsort(-evidence[positive], kind="stable")]
+        cand = positive.tolist()
+        marginal = self.marginal()
+        # scalar loops: a handful of candidates and at most a few models, where numpy's
+        # per-call cost would dominate
+        for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
+            if go <= 0.0 or left <= 0.0:
+                continue
+            chance = go * left  # this model plants now
+            reach = 1.0  # P(every better candidate is taken)
+            planted = 0.0  # P(a decoy now | charges left), before `go`
+            c_row = self.c[i]
+            for j, m in zip(cand, marginal[i, cand].tolist(), strict=True):
+                c = float(c_row[j])
+                if c < 1.0:
+                    c_row[j] = c + (1.0 - c) * reach * chance
+                    planted += reach * (1.0 - m) * (1.0 - c)
+                reach *= m + (1.0 - m) * c
+            planted = min(1.0, planted * go)
+            used = self.used[i]
+            shift = used[:-1] * planted
+            used[:-1] -= shift
+            used[1:] += shift
 
 
 # ---------------------------------------------------------------- the belief map
@@ -413,8 +511,9 @@ class BayesBelief:
         models: tuple[AdversaryModel, ...] | None = None,
         horcruxes: int | None = None,
         charges: int | None = None,
-        charge_prior: tuple[float, ...] | None = None,
-        decoy_prior: tuple[float, ...] | None = None,
+        charge_prior: Prior | None = None,
+        decoy_prior: Prior | None = None,
+        forgotten: int = 0,
     ) -> None:
         if models is None:
             if mode not in MODES:
@@ -430,8 +529,15 @@ class BayesBelief:
         self._index = {loc: i for i, loc in enumerate(rules.locations)}
         self._start_k = rules.horcruxes if horcruxes is None else horcruxes
         self._start_r = rules.relocations if charges is None else charges
-        self._charge_prior = None if charge_prior is None else tuple(map(float, charge_prior))
-        self._decoy_prior = None if decoy_prior is None else tuple(map(float, decoy_prior))
+        if forgotten < 0:
+            raise ValueError("forgotten must be >= 0 turns")
+        if forgotten and (charge_prior is not None or decoy_prior is not None):
+            raise ValueError("give either forgotten turns or explicit budget priors, not both")
+        self._forgotten = forgotten
+        if forgotten:
+            charge_prior, decoy_prior = forgotten_budgets(models, rules, self._start_k, forgotten)
+        self._charge_prior = _plain(charge_prior)
+        self._decoy_prior = _plain(decoy_prior)
         self._filters = _Filters(
             models,
             self._n,
@@ -468,8 +574,14 @@ class BayesBelief:
         """Fold one of Harry's turns in, then apply the predictive step for Voldemort's move."""
         self.update_observations(record.turn, record.observations)
 
-    def update_observations(self, turn: int, observations: tuple[Observation, ...]) -> None:
-        """Like `update`, from a turn's observations (a memory window may cut a turn)."""
+    def update_observations(
+        self, turn: int, observations: tuple[Observation, ...], *, track: bool = True
+    ) -> None:
+        """Like `update`, from a turn's observations (a memory window may cut a turn).
+
+        `track=False` skips the belief-history point (entropy and top 3) of this turn: a
+        rebuild that replays many turns only needs the last one's.
+        """
         positives: list[int] = []
         for obs in observations:
             self._observe(turn, obs)
@@ -480,6 +592,8 @@ class BayesBelief:
         self._turns.append(turn)
         self._turn = turn
         self._cache = None
+        if not track:
+            return
         top = self.top(3)
         self._history.append(
             BeliefPoint(turn=turn, entropy=round(self.entropy(), 6), top=tuple(top))
@@ -615,10 +729,13 @@ class BayesBelief:
             "k": self._start_k,
             "r": self._start_r,
         }
-        if self._charge_prior is not None:
-            header["cp"] = list(self._charge_prior)
-        if self._decoy_prior is not None:
-            header["dp"] = list(self._decoy_prior)
+        if self._forgotten:
+            header["fg"] = self._forgotten
+        else:
+            if self._charge_prior is not None:
+                header["cp"] = self._charge_prior
+            if self._decoy_prior is not None:
+                header["dp"] = self._decoy_prior
         head = json.dumps(header, separators=(",", ":")).encode()
         body = bytearray(struct.pack("<HH", len(head), len(self._ends)))
         body += head
@@ -649,8 +766,9 @@ class BayesBelief:
             models=models,
             horcruxes=header["k"],
             charges=header["r"],
-            charge_prior=None if cp is None else tuple(cp),
-            decoy_prior=None if dp is None else tuple(dp),
+            charge_prior=_plain(cp),
+            decoy_prior=_plain(dp),
+            forgotten=int(header.get("fg", 0)),
         )
         for _ in range(turns):
             turn, count = struct.unpack_from("<HB", raw, offset)

@@ -7,6 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from horcrux.evaluation.report import REFERENCE_FIGURES
+from horcrux.evaluation.runner import WINDOW_FULL_MEMORY
+
 PLANNER_WINDOWS = (8, 16, 32)
 
 
@@ -125,21 +128,28 @@ def win_rates(report: dict[str, Any], out: Path) -> str:
     return name
 
 
+def window_curve(rows: dict[str, Any], full_at: int = 50) -> list[tuple[int, Any]]:
+    """(W, row) for each default `planner-window:W` row, plus the same filter with full
+    memory (`planner:trigger`, else `planner`) at W = `full_at`; sorted by W."""
+    points = []
+    for h, r in rows.items():
+        m = re.fullmatch(r"planner-window:(\d+)", h)
+        if m:
+            points.append((int(m.group(1)), r))
+    full = WINDOW_FULL_MEMORY if WINDOW_FULL_MEMORY in rows else "planner"
+    if full in rows:
+        points.append((full_at, rows[full]))
+    return sorted(points, key=lambda p: p[0])
+
+
 def memory_window(report: dict[str, Any], out: Path) -> str | None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     drew = False
     for v, rows in report["results"].items():
-        points = []
-        for h, r in rows.items():
-            m = re.fullmatch(r"planner-window:(\d+)", h)
-            if m:
-                points.append((int(m.group(1)), r))
-        if "planner" in rows:
-            points.append((50, rows["planner"]))
+        points = window_curve(rows)
         if len(points) < 2:
             continue
-        points.sort(key=lambda p: p[0])
         xs = [p[0] for p in points]
         ys = [100 * p[1]["win_rate"] for p in points]
         err = [
@@ -151,6 +161,17 @@ def memory_window(report: dict[str, Any], out: Path) -> str | None:
     if not drew:
         plt.close(fig)
         return None
+    if report["meta"].get("rules") == "classic":
+        ref = [(int(h.rsplit(":", 1)[1]), v) for h, v in REFERENCE_FIGURES.items() if ":" in h]
+        ref.append((50, REFERENCE_FIGURES["planner"]))
+        ax.plot(
+            [w for w, _ in ref],
+            [100 * v for _, v in ref],
+            "x",
+            color="grey",
+            markersize=8,
+            label="reference (GAME.md)",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xticks([8, 16, 32, 50])
     ax.set_xticklabels(["8", "16", "32", "full (50)"])
@@ -221,4 +242,11 @@ def write_all(report: dict[str, Any], out: Path) -> list[str]:
     return [n for n in names if n]
 
 
-__all__ = ["entropy_race", "memory_window", "tokens_by_tier", "win_rates", "write_all"]
+__all__ = [
+    "entropy_race",
+    "memory_window",
+    "tokens_by_tier",
+    "win_rates",
+    "window_curve",
+    "write_all",
+]

@@ -442,6 +442,13 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
                 f"| `{c['harry']}` | {_pct(c['reference'])} | {_pct(c['measured'])} | "
                 f"{'yes' if c['within'] else '**no**'} |"
             )
+        if any(c["harry"].startswith("planner-window") for c in report["reference_check"]):
+            lines += [
+                "",
+                "The `planner-window:W` rows depend on what the rebuild assumes about the "
+                "turns it forgot (its `prior`, default `forecast`); docs/MEMORY.md measures "
+                "every prior: the reference rows sit inside that bracket.",
+            ]
         lines.append("")
     llm = report["llm"]
     lines += ["## The LLM rows", ""]

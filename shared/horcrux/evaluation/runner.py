@@ -42,6 +42,10 @@ HARRY_ARCHITECTURES = (
 )
 VOLDEMORT_ADVERSARIES = ("reference", "shadow")
 BASELINE = "planner"
+WINDOW_FULL_MEMORY = "planner:trigger"
+"""The memory-window brains' own filter with the whole game remembered (the ablation's
+W = full point): `planner-window:W` runs the trigger model, as GAME.md's reference
+ablation does."""
 CONTEXT_SAMPLE_GAMES = 30
 """Games of `gated` per adversary whose every turn also renders the compressed, full and
 narrative contexts (the tokens-by-turn comparison)."""
