@@ -44,6 +44,7 @@ from horcrux.agents.base import (
     BrainOptions,
     HarryBrain,
     HarryMove,
+    Registry,
     VoldemortBrain,
     VoldemortMove,
 )
@@ -384,37 +385,55 @@ V = TypeVar("V", bound=HarryView)
 M = TypeVar("M", HarryMove, VoldemortMove)
 
 
+@dataclass(frozen=True)
+class _Seat(Generic[V, M]):
+    """What differs between the two seats' LLM brains, besides fallback and context."""
+
+    system_prompt: Callable[[RuleSet], str]
+    tool_schema: Callable[[V], dict[str, Any]]
+    parse: Callable[[object, V], M]
+    refusal_hint: str
+
+
 class _LLMBrain(Generic[V, M]):
-    """What both seats share: the call, validation, fallback and the decision records."""
+    """What both seats share: the call, validation, fallback and the decision records.
+
+    A subclass sets `_seat`, and in its `__init__` sets `fallback`, `_fallback` (the
+    fallback's `decide`) and `context_provider` after calling `super().__init__`.
+    """
 
     name = "llm"
+    _seat: _Seat[V, M]
+    _fallback: Callable[[V, random.Random], M]
+    context_provider: Callable[[V], str]
 
     def __init__(
         self,
-        *,
-        system: str,
-        context_provider: Callable[[V], str],
-        fallback: Callable[[V, random.Random], M],
-        tool_schema: Callable[[V], dict[str, Any]],
-        parse: Callable[[object, V], M],
-        llm: LLMClient,
+        rules: RuleSet,
+        config: LLMConfig | None,
+        client: Anthropic | None,
+        base_url: str | None,
+        api_key: str | None,
         deadline_s: Deadline | None,
         tier: Tier,
     ) -> None:
-        self.system = system
-        self.context_provider = context_provider
-        self._fallback: Callable[[V, random.Random], M] = fallback
-        self._tool_schema = tool_schema
-        self._parse: Callable[[object, V], M] = parse
-        self.llm = llm
-        self.config = llm.config
+        """Client first (a missing key is refused before any fallback is made), then the rest."""
+        self.llm = LLMClient(
+            config or LLMConfig(),
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            refusal_hint=self._seat.refusal_hint,
+        )
+        self.config = self.llm.config
+        self.system = self._seat.system_prompt(rules)
         self.deadline_s = deadline_s
         self.tier = tier
         self.decisions: list[DecisionRecord] = []
 
     def _decide(self, view: V, rng: random.Random, deadline_s: Deadline | None) -> M:
         start = time.monotonic()
-        tool = self._tool_schema(view)  # raises if the seat cannot act now
+        tool = self._seat.tool_schema(view)  # raises if the seat cannot act now
         prompt = self.context_provider(view)
         total = _resolve_deadline(
             deadline_s if deadline_s is not None else self.deadline_s,
@@ -430,7 +449,7 @@ class _LLMBrain(Generic[V, M]):
         move: M | None = None
         if reason is None:
             try:
-                move = self._parse(reply.tool_input, view)
+                move = self._seat.parse(reply.tool_input, view)
             except UnparsableMove as exc:
                 reason = "unparsable"
                 log.info("llm move unparsable: %s", exc.message)
@@ -482,6 +501,13 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
     sees ~55 tokens of computed belief, never the raw log (unless `tier="narrative"`).
     """
 
+    _seat = _Seat(
+        harry_system_prompt,
+        harry_tool_schema,
+        parse_harry_move,
+        refusal_hint="use the planner brain (or naive)",
+    )
+
     def __init__(
         self,
         rules: RuleSet,
@@ -495,27 +521,12 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
         deadline_s: Deadline | None = None,
         tier: Tier = "compressed",
     ) -> None:
-        config = config or LLMConfig()
-        llm = LLMClient(
-            config,
-            client=client,
-            base_url=base_url,
-            api_key=api_key,
-            refusal_hint="use the planner brain (or naive)",
-        )
+        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier)
         self.fallback: HarryBrain = fallback or HARRY_BRAINS.create("planner", rules)
+        self._fallback = self.fallback.decide
         if context_provider is None:
             context_provider = _working_memory(self.fallback, tier) or render_harry_view
-        super().__init__(
-            system=harry_system_prompt(rules),
-            context_provider=context_provider,
-            fallback=self.fallback.decide,
-            tool_schema=harry_tool_schema,
-            parse=parse_harry_move,
-            llm=llm,
-            deadline_s=deadline_s,
-            tier=tier,
-        )
+        self.context_provider = context_provider
 
     def decide(
         self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None
@@ -535,6 +546,13 @@ def _working_memory(brain: HarryBrain, tier: Tier) -> HarryContextProvider | Non
 class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
     """Voldemort played by Claude; any failure plays the fallback (reference) move."""
 
+    _seat = _Seat(
+        voldemort_system_prompt,
+        voldemort_tool_schema,
+        parse_voldemort_move,
+        refusal_hint="use the reference brain",
+    )
+
     def __init__(
         self,
         rules: RuleSet,
@@ -548,25 +566,10 @@ class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
         deadline_s: Deadline | None = None,
         tier: Tier = "full",
     ) -> None:
-        config = config or LLMConfig()
-        llm = LLMClient(
-            config,
-            client=client,
-            base_url=base_url,
-            api_key=api_key,
-            refusal_hint="use the reference brain",
-        )
+        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier)
         self.fallback: VoldemortBrain = fallback or VOLDEMORT_BRAINS.create("reference", rules)
-        super().__init__(
-            system=voldemort_system_prompt(rules),
-            context_provider=context_provider or render_voldemort_view,
-            fallback=self.fallback.decide,
-            tool_schema=voldemort_tool_schema,
-            parse=parse_voldemort_move,
-            llm=llm,
-            deadline_s=deadline_s,
-            tier=tier,
-        )
+        self._fallback = self.fallback.decide
+        self.context_provider = context_provider or render_voldemort_view
 
     def decide(
         self, view: VoldemortView, rng: random.Random, *, deadline_s: Deadline | None = None
@@ -575,11 +578,11 @@ class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
 
 
 # ---------------------------------------------------------------- registry factories
-def _settings_kwargs(options: BrainOptions) -> dict[str, Any]:
+def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, Any]:
     """LLM settings from `BrainOptions.settings`; the spec's param (`llm:MODEL`) sets the model.
 
-    Keys: config (LLMConfig), context_provider, fallback (a brain or a spec), client,
-    base_url, api_key, deadline_s (seconds or a callable), tier.
+    Keys: config (LLMConfig), context_provider, fallback (a brain, or a spec made with
+    `brains`), client, base_url, api_key, deadline_s (seconds or a callable), tier.
     """
     s = options.settings
     config = s.get("config")
@@ -592,25 +595,21 @@ def _settings_kwargs(options: BrainOptions) -> dict[str, Any]:
     for key in ("context_provider", "client", "base_url", "api_key", "deadline_s", "tier"):
         if s.get(key) is not None:
             kwargs[key] = s[key]
+    fallback = s.get("fallback")
+    if isinstance(fallback, str):
+        fallback = brains.create(fallback, options.rules, truth=options.truth)
+    kwargs["fallback"] = fallback
     return kwargs
 
 
 @HARRY_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
 def _llm_harry(options: BrainOptions) -> LLMHarry:
-    kwargs = _settings_kwargs(options)
-    fallback = options.settings.get("fallback")
-    if isinstance(fallback, str):
-        fallback = HARRY_BRAINS.create(fallback, options.rules, truth=options.truth)
-    return LLMHarry(options.rules, fallback=fallback, **kwargs)
+    return LLMHarry(options.rules, **_settings_kwargs(options, HARRY_BRAINS))
 
 
 @VOLDEMORT_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
 def _llm_voldemort(options: BrainOptions) -> LLMVoldemort:
-    kwargs = _settings_kwargs(options)
-    fallback = options.settings.get("fallback")
-    if isinstance(fallback, str):
-        fallback = VOLDEMORT_BRAINS.create(fallback, options.rules, truth=options.truth)
-    return LLMVoldemort(options.rules, fallback=fallback, **kwargs)
+    return LLMVoldemort(options.rules, **_settings_kwargs(options, VOLDEMORT_BRAINS))
 
 
 __all__ = [

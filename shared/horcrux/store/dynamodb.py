@@ -15,18 +15,18 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec, results
+from horcrux.store import codec, common, results
 from horcrux.store.codec import Item
+from horcrux.store.common import JOIN_ATTEMPTS, checked_sizes, snapshot_key
 from horcrux.store.port import (
-    MAX_ITEM_BYTES,
+    AnyEvent,
     BeliefPoint,
     Conflict,
     EventPage,
     GameSnapshot,
-    ItemTooLarge,
     LobbyPage,
     NotFound,
     TurnEvent,
@@ -40,9 +40,10 @@ from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
+    from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
 
 LOBBY_INDEX = "lobby"
-JOIN_ATTEMPTS = 3
 RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
 
@@ -164,40 +165,21 @@ class DynamoDbStore:
         s = self.settings
         existing = set(self.client.list_tables().get("TableNames", []))
         if s.events_table not in existing:
-            self.client.create_table(
-                TableName=s.events_table,
-                BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "seq", "AttributeType": "N"},
-                ],
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "seq", "KeyType": "RANGE"},
-                ],
+            self._create_table(
+                s.events_table,
+                ("pk", "seq"),
+                {"pk": "S", "seq": "N"},
                 StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
             )
         if s.games_table not in existing:
-            self.client.create_table(
-                TableName=s.games_table,
-                BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                    {"AttributeName": "lobby", "AttributeType": "S"},
-                    {"AttributeName": "lobby_sk", "AttributeType": "S"},
-                ],
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
+            self._create_table(
+                s.games_table,
+                ("pk", "sk"),
+                {"pk": "S", "sk": "S", "lobby": "S", "lobby_sk": "S"},
                 GlobalSecondaryIndexes=[
                     {
                         "IndexName": LOBBY_INDEX,
-                        "KeySchema": [
-                            {"AttributeName": "lobby", "KeyType": "HASH"},
-                            {"AttributeName": "lobby_sk", "KeyType": "RANGE"},
-                        ],
+                        "KeySchema": _key_schema("lobby", "lobby_sk"),
                         "Projection": {
                             "ProjectionType": "INCLUDE",
                             "NonKeyAttributes": ["rules", "open_seats", "created", "ttl"],
@@ -212,14 +194,39 @@ class DynamoDbStore:
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"},
             )
 
+    def _create_table(
+        self,
+        name: str,
+        keys: tuple[str, str],
+        attributes: dict[str, ScalarAttributeTypeType],
+        **extra: Any,
+    ) -> None:
+        """Create an on-demand table keyed by `keys` (partition, sort)."""
+        self.client.create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": n, "AttributeType": t} for n, t in attributes.items()
+            ],
+            KeySchema=_key_schema(*keys),
+            **extra,
+        )
+
     # ------------------------------------------------------------ helpers
-    def _snapshot_key(self, game_id: str) -> Item:
-        return {"pk": {"S": codec.game_pk(game_id)}, "sk": {"S": codec.SNAPSHOT_SK}}
+    def _get_item(self, key: Item) -> Item | None:
+        """One strongly consistent GetItem from the games table, the item as received."""
+        response = self._call(
+            "GetItem", TableName=self.settings.games_table, Key=key, ConsistentRead=True
+        )
+        item: Item | None = response.get("Item")
+        return item
+
+    def _get(self, key: Item) -> Item | None:
+        item = self._get_item(key)
+        return _binary_fixed(dict(item)) if item else None
 
     def _live(self, item: Item | None) -> GameSnapshot | None:
-        if not item or codec.is_expired(item, self._clock()):
-            return None
-        return codec.decode_snapshot(_binary_fixed(item))
+        return common.live_snapshot(_binary_fixed(item) if item else None, self._clock())
 
     def _snapshot_put(self, item: Item, expected_version: int) -> dict[str, Any]:
         return {
@@ -234,38 +241,51 @@ class DynamoDbStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    @staticmethod
-    def _check_size(*items: Item) -> tuple[int, ...]:
-        sizes = tuple(codec.item_size(i) for i in items)
-        for size in sizes:
-            if size > MAX_ITEM_BYTES:
-                raise ItemTooLarge(f"item of {size} bytes exceeds {MAX_ITEM_BYTES}")
-        return sizes
+    def _versioned_put(self, item: Item, expected_version: int) -> dict[str, Any]:
+        """A games-table Put of `item` if the stored `v` is `expected_version` (0: absent)."""
+        if expected_version == 0:
+            return _put_new(self.settings.games_table, item)
+        return {
+            "TableName": self.settings.games_table,
+            "Item": item,
+            "ConditionExpression": "#v = :v",
+            "ExpressionAttributeNames": {"#v": "v"},
+            "ExpressionAttributeValues": {":v": {"N": str(expected_version)}},
+        }
 
-    # ------------------------------------------------------------ the port
-    def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
-        check_create(snapshot, started)
-        snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_turn_event(snapshot, started)
-        sizes = self._check_size(event_item, snap_item)
+    def _conditional_put(
+        self, put: dict[str, Any], written: tuple[int, ...]
+    ) -> dict[str, Any] | None:
+        """One PutItem: None if written, the error response if its condition failed."""
+        try:
+            self._call("PutItem", written=written, **put)
+        except Exception as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = getattr(exc, "response", {})
+            return response
+        return None
+
+    def _moved(self, game_id: str, failed: dict[str, Any]) -> GameSnapshot:
+        """The snapshot a failed snapshot put ran into: the one the error carries, else a
+        fresh `load` (NotFound if the game is gone)."""
+        current = self._live(failed.get("Item"))
+        return self.load(game_id) if current is None else current
+
+    def _write_turn(
+        self,
+        snapshot: GameSnapshot,
+        event: AnyEvent,
+        snapshot_put: Callable[[Item], dict[str, Any]],
+        cancelled: Callable[[list[dict[str, Any]]], NoReturn],
+    ) -> GameSnapshot:
+        """One TransactWriteItems: the event if its seq is new, and the snapshot as
+        `snapshot_put` puts it; `cancelled` raises for a cancelled transaction."""
+        snap_item, event_item = common.turn_items(snapshot, event)
+        sizes = checked_sizes(event_item, snap_item)
         items = [
-            {
-                "Put": {
-                    "TableName": self.settings.events_table,
-                    "Item": event_item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": "pk"},
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self.settings.games_table,
-                    "Item": snap_item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": "pk"},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
+            {"Put": _put_new(self.settings.events_table, event_item)},
+            {"Put": snapshot_put(snap_item)},
         ]
         try:
             self._call("TransactWriteItems", written=sizes, TransactItems=items)
@@ -273,20 +293,28 @@ class DynamoDbStore:
             reasons = _cancellation_reasons(exc)
             if reasons is None:
                 raise
+            cancelled(reasons)
+        return codec.as_stored(snapshot)
+
+    # ------------------------------------------------------------ the port
+    def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
+        check_create(snapshot, started)
+
+        def exists(reasons: list[dict[str, Any]]) -> NoReturn:
             current = self._live(reasons[1].get("Item")) if len(reasons) > 1 else None
             raise Conflict(
                 f"game {snapshot.game_id} already exists", reason="exists", current=current
             ) from None
-        return codec.as_stored(snapshot)
+
+        def put(item: Item) -> dict[str, Any]:
+            return _put_new(
+                self.settings.games_table, item, ReturnValuesOnConditionCheckFailure="ALL_OLD"
+            )
+
+        return self._write_turn(snapshot, started, put, exists)
 
     def load(self, game_id: str) -> GameSnapshot:
-        response = self._call(
-            "GetItem",
-            TableName=self.settings.games_table,
-            Key=self._snapshot_key(game_id),
-            ConsistentRead=True,
-        )
-        found = self._live(response.get("Item"))
+        found = self._live(self._get_item(snapshot_key(game_id)))
         if found is None:
             raise NotFound(f"no game {game_id}")
         return found
@@ -295,36 +323,22 @@ class DynamoDbStore:
         self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
-        snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_turn_event(snapshot, event)
-        sizes = self._check_size(event_item, snap_item)
-        items = [
-            {
-                "Put": {
-                    "TableName": self.settings.events_table,
-                    "Item": event_item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": "pk"},
-                }
-            },
-            {"Put": self._snapshot_put(snap_item, expected_version)},
-        ]
-        try:
-            self._call("TransactWriteItems", written=sizes, TransactItems=items)
-        except Exception as exc:
-            reasons = _cancellation_reasons(exc)
-            if reasons is None:
-                raise
+
+        def conflict(reasons: list[dict[str, Any]]) -> NoReturn:
             self._raise_commit_conflict(snapshot.game_id, expected_version, event.seq, reasons)
-        return codec.as_stored(snapshot)
+
+        def put(item: Item) -> dict[str, Any]:
+            return self._snapshot_put(item, expected_version)
+
+        return self._write_turn(snapshot, event, put, conflict)
 
     def _raise_commit_conflict(
         self, game_id: str, expected: int, seq: int, reasons: list[dict[str, Any]]
-    ) -> None:
+    ) -> NoReturn:
         codes = [r.get("Code", "None") for r in reasons]
         snap_reason = reasons[1] if len(reasons) > 1 else {}
         if "TransactionConflict" in codes:
-            current = self._live(self._get_raw(game_id))
+            current = self._live(self._get_item(snapshot_key(game_id)))
             raise Conflict(
                 f"game {game_id} is being written concurrently; retry",
                 reason="busy",
@@ -334,26 +348,12 @@ class DynamoDbStore:
             current = self._live(snap_reason.get("Item"))
             if current is None:
                 raise NotFound(f"no game {game_id}")
-            raise Conflict(
-                f"game {game_id} moved to version {current.version} (expected {expected})",
-                reason="version",
-                current=current,
-            )
+            raise common.version_moved(game_id, current, expected)
         raise Conflict(
             f"event {seq} of game {game_id} already exists",
             reason="duplicate_event",
             current=self.load(game_id),
         )
-
-    def _get_raw(self, game_id: str) -> Item | None:
-        response = self._call(
-            "GetItem",
-            TableName=self.settings.games_table,
-            Key=self._snapshot_key(game_id),
-            ConsistentRead=True,
-        )
-        item: Item | None = response.get("Item")
-        return item
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)
@@ -370,16 +370,8 @@ class DynamoDbStore:
             Limit=limit + 1,
         )
         raw: list[Item] = response.get("Items", [])
-        more = len(raw) > limit or "LastEvaluatedKey" in response
-        page = raw[:limit]
-        now = self._clock()
-        live = [i for i in page if not codec.is_expired(i, now)]
-        next_after = int(page[-1]["seq"]["N"]) if more and page else None
-        return EventPage(
-            events=[codec.decode_event(i) for i in live],
-            next_after=next_after,
-            belief_history=codec.decode_event_points(live),
-        )
+        more = "LastEvaluatedKey" in response
+        return common.event_page(raw, limit, self._clock(), more=more)
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
@@ -400,43 +392,22 @@ class DynamoDbStore:
             Limit=limit + 1,
         )
         raw: list[Item] = response.get("Items", [])
-        more = len(raw) > limit or "LastEvaluatedKey" in response
-        page = raw[:limit]
-        now = self._clock()
-        games = [codec.decode_lobby_entry(i) for i in page if not codec.is_expired(i, now)]
-        return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
+        more = "LastEvaluatedKey" in response
+        return common.lobby_page(raw, limit, self._clock(), more=more)
 
     def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
         current = self.load(game_id)
         for _ in range(JOIN_ATTEMPTS):
             after = joined(current, seat, token_hash)
             item = codec.encode_snapshot(after)
-            try:
-                self._call(
-                    "PutItem",
-                    written=(codec.item_size(item),),
-                    **self._snapshot_put(item, current.version),
-                )
-            except Exception as exc:
-                if _error_code(exc) != "ConditionalCheckFailedException":
-                    raise
-                response: dict[str, Any] = getattr(exc, "response", {})
-                moved = self._live(response.get("Item")) if response.get("Item") else None
-                if moved is None:
-                    moved = self.load(game_id)
-                current = moved
-                continue
-            return after
-        raise Conflict(f"game {game_id} kept changing; retry", reason="busy", current=current)
+            put = self._snapshot_put(item, current.version)
+            failed = self._conditional_put(put, (codec.item_size(item),))
+            if failed is None:
+                return after
+            current = self._moved(game_id, failed)
+        raise common.kept_changing(game_id, current)
 
     # ------------------------------------------------------------ end-of-game records
-    def _get(self, key: Item) -> Item | None:
-        response = self._call(
-            "GetItem", TableName=self.settings.games_table, Key=key, ConsistentRead=True
-        )
-        item: Item | None = response.get("Item")
-        return _binary_fixed(dict(item)) if item else None
-
     def put_result(
         self,
         summary: GameSummary,
@@ -444,41 +415,18 @@ class DynamoDbStore:
         belief_history: tuple[BeliefPoint, ...] = (),
         keep: int = RESULTS_MAX,
     ) -> bool:
-        blob = codec.encode_history(belief_history) if belief_history else None
-        result_item = results.encode_result(summary, blob)
-        result_put: dict[str, Any] = {
-            "TableName": self.settings.games_table,
-            "Item": result_item,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": "pk"},
-        }
+        result_item = common.result_item(summary, belief_history)
+        result_put = _put_new(self.settings.games_table, result_item)
         scope = summary.scope
         if scope is None:
-            (size,) = self._check_size(result_item)
-            try:
-                self._call("PutItem", written=(size,), **result_put)
-            except Exception as exc:
-                if _error_code(exc) != "ConditionalCheckFailedException":
-                    raise
-                return False
-            return True
+            return self._conditional_put(result_put, checked_sizes(result_item)) is None
         for _ in range(RESULT_ATTEMPTS):
             recent = results.decode_recent(*scope, self._get(results.recent_key(*scope)))
             if recent.has(summary.game_id):
                 return False
             recent_item = results.encode_recent(recent.appended(summary, keep))
-            sizes = self._check_size(result_item, recent_item)
-            recent_put: dict[str, Any] = {
-                "TableName": self.settings.games_table,
-                "Item": recent_item,
-            }
-            if recent.version == 0:
-                recent_put["ConditionExpression"] = "attribute_not_exists(#pk)"
-                recent_put["ExpressionAttributeNames"] = {"#pk": "pk"}
-            else:
-                recent_put["ConditionExpression"] = "#v = :v"
-                recent_put["ExpressionAttributeNames"] = {"#v": "v"}
-                recent_put["ExpressionAttributeValues"] = {":v": {"N": str(recent.version)}}
+            sizes = checked_sizes(result_item, recent_item)
+            recent_put = self._versioned_put(recent_item, recent.version)
             try:
                 self._call(
                     "TransactWriteItems",
@@ -516,23 +464,11 @@ class DynamoDbStore:
     def put_scope_item(self, item: Item, expected_version: int) -> None:
         """PutItem of an `AGENT#...` item conditioned on the stored `v` being
         `expected_version` (0: absent); Conflict(`version`) otherwise."""
-        sizes = self._check_size(item)
-        put: dict[str, Any] = {"TableName": self.settings.games_table, "Item": item}
-        if expected_version == 0:
-            put["ConditionExpression"] = "attribute_not_exists(#pk)"
-            put["ExpressionAttributeNames"] = {"#pk": "pk"}
-        else:
-            put["ConditionExpression"] = "#v = :v"
-            put["ExpressionAttributeNames"] = {"#v": "v"}
-            put["ExpressionAttributeValues"] = {":v": {"N": str(expected_version)}}
-        try:
-            self._call("PutItem", written=sizes, **put)
-        except Exception as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
+        sizes = checked_sizes(item)
+        if self._conditional_put(self._versioned_put(item, expected_version), sizes) is not None:
             raise Conflict(
                 f"scope item moved (expected version {expected_version})", reason="version"
-            ) from None
+            )
 
     def delete_scope_items(self, *keys: Item) -> int:
         """Delete `AGENT#...` items (one DeleteItem each); how many existed."""
@@ -547,31 +483,18 @@ class DynamoDbStore:
     def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
         check_repair(expected_version, snapshot)
         item = codec.encode_snapshot(snapshot)
-        (size,) = self._check_size(item)
-        try:
-            self._call("PutItem", written=(size,), **self._snapshot_put(item, expected_version))
-        except Exception as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            response: dict[str, Any] = getattr(exc, "response", {})
-            current = self._live(response.get("Item")) if response.get("Item") else None
-            if current is None:
-                current = self._live(self._get_raw(snapshot.game_id))
-            if current is None:
-                raise NotFound(f"no game {snapshot.game_id}") from None
-            raise Conflict(
-                f"game {snapshot.game_id} moved to version {current.version} "
-                f"(expected {expected_version})",
-                reason="version",
-                current=current,
-            ) from None
+        sizes = checked_sizes(item)
+        failed = self._conditional_put(self._snapshot_put(item, expected_version), sizes)
+        if failed is not None:
+            current = self._moved(snapshot.game_id, failed)
+            raise common.version_moved(snapshot.game_id, current, expected_version)
         return codec.as_stored(snapshot)
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:
         """Every stored item of a game (snapshot first, then events by seq), expired or not."""
         snap = self.client.get_item(
-            TableName=self.settings.games_table, Key=self._snapshot_key(game_id)
+            TableName=self.settings.games_table, Key=snapshot_key(game_id)
         ).get("Item")
         items: list[Item] = [_binary_fixed(dict(snap))] if snap else []
         kwargs: dict[str, Any] = {
@@ -586,6 +509,25 @@ class DynamoDbStore:
             if "LastEvaluatedKey" not in response:
                 return items
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def _key_schema(hash_key: str, range_key: str) -> list[KeySchemaElementTypeDef]:
+    """A KeySchema of a partition key and a sort key."""
+    return [
+        {"AttributeName": hash_key, "KeyType": "HASH"},
+        {"AttributeName": range_key, "KeyType": "RANGE"},
+    ]
+
+
+def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
+    """A Put of `item` into `table` if no item has its key yet."""
+    return {
+        "TableName": table,
+        "Item": item,
+        "ConditionExpression": "attribute_not_exists(#pk)",
+        "ExpressionAttributeNames": {"#pk": "pk"},
+        **extra,
+    }
 
 
 def _error_code(exc: BaseException) -> str | None:

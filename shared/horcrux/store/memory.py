@@ -15,15 +15,15 @@ from collections import Counter
 from collections.abc import Callable
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec, results
+from horcrux.store import codec, common, results
 from horcrux.store.codec import Item
+from horcrux.store.common import JOIN_ATTEMPTS, key_of, snapshot_key
 from horcrux.store.port import (
-    MAX_ITEM_BYTES,
+    AnyEvent,
     BeliefPoint,
     Conflict,
     EventPage,
     GameSnapshot,
-    ItemTooLarge,
     LobbyPage,
     NotFound,
     TurnEvent,
@@ -34,8 +34,6 @@ from horcrux.store.port import (
     joined,
 )
 from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
-
-JOIN_ATTEMPTS = 3
 
 
 class MemoryStore:
@@ -50,39 +48,45 @@ class MemoryStore:
 
     # ------------------------------------------------------------ helpers
     def _snapshot_item(self, game_id: str) -> Item | None:
-        return self._games.get((codec.game_pk(game_id), codec.SNAPSHOT_SK))
+        return self._games.get(key_of(snapshot_key(game_id)))
+
+    def _put_snapshot(self, game_id: str, item: Item) -> None:
+        self._games[key_of(snapshot_key(game_id))] = item
 
     def _live(self, item: Item | None) -> GameSnapshot | None:
-        if item is None or codec.is_expired(item, self._clock()):
-            return None
-        return codec.decode_snapshot(item)
+        return common.live_snapshot(item, self._clock())
 
-    @staticmethod
-    def _check_size(*items: Item) -> None:
-        for item in items:
-            size = codec.item_size(item)
-            if size > MAX_ITEM_BYTES:
-                raise ItemTooLarge(f"item of {size} bytes exceeds {MAX_ITEM_BYTES}")
+    def _write_turn(
+        self,
+        snapshot: GameSnapshot,
+        event: AnyEvent,
+        check: Callable[[Item | None, bool], None],
+    ) -> GameSnapshot:
+        """One "TransactWriteItems": the event and the snapshot, once `check` (given the
+        stored snapshot item and whether the event exists) has not raised."""
+        snap_item, event_item = common.turn_items(snapshot, event)
+        common.checked_sizes(snap_item, event_item)
+        pk = codec.game_pk(snapshot.game_id)
+        with self._lock:
+            self.op_counts["TransactWriteItems"] += 1
+            check(self._snapshot_item(snapshot.game_id), (pk, event.seq) in self._events)
+            self._put_snapshot(snapshot.game_id, snap_item)
+            self._events[(pk, event.seq)] = event_item
+        return codec.as_stored(snapshot)
 
     # ------------------------------------------------------------ the port
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
         check_create(snapshot, started)
-        snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_turn_event(snapshot, started)
-        self._check_size(snap_item, event_item)
-        pk = codec.game_pk(snapshot.game_id)
-        with self._lock:
-            self.op_counts["TransactWriteItems"] += 1
-            current = self._snapshot_item(snapshot.game_id)
-            if current is not None or (pk, 0) in self._events:
+
+        def absent(current: Item | None, event_exists: bool) -> None:
+            if current is not None or event_exists:
                 raise Conflict(
                     f"game {snapshot.game_id} already exists",
                     reason="exists",
                     current=self._live(current),
                 )
-            self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
-            self._events[(pk, 0)] = event_item
-        return codec.as_stored(snapshot)
+
+        return self._write_turn(snapshot, started, absent)
 
     def load(self, game_id: str) -> GameSnapshot:
         with self._lock:
@@ -96,33 +100,21 @@ class MemoryStore:
         self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
-        snap_item = codec.encode_snapshot(snapshot)
-        event_item = codec.encode_turn_event(snapshot, event)
-        self._check_size(snap_item, event_item)
-        pk = codec.game_pk(snapshot.game_id)
-        with self._lock:
-            self.op_counts["TransactWriteItems"] += 1
-            current_item = self._snapshot_item(snapshot.game_id)
+
+        def unmoved(current_item: Item | None, event_exists: bool) -> None:
             current = self._live(current_item)
             if current is None:
                 raise NotFound(f"no game {snapshot.game_id}")
-            event_exists = (pk, event.seq) in self._events
             if current.version != expected_version:
-                raise Conflict(
-                    f"game {snapshot.game_id} moved to version {current.version} "
-                    f"(expected {expected_version})",
-                    reason="version",
-                    current=current,
-                )
+                raise common.version_moved(snapshot.game_id, current, expected_version)
             if event_exists:
                 raise Conflict(
                     f"event {event.seq} of game {snapshot.game_id} already exists",
                     reason="duplicate_event",
                     current=current,
                 )
-            self._games[(pk, codec.SNAPSHOT_SK)] = snap_item
-            self._events[(pk, event.seq)] = event_item
-        return codec.as_stored(snapshot)
+
+        return self._write_turn(snapshot, event, unmoved)
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)
@@ -132,15 +124,7 @@ class MemoryStore:
             self.op_counts["Query"] += 1
             seqs = sorted(seq for (p, seq) in self._events if p == pk and seq > after)
             page = [self._events[(pk, s)] for s in seqs[: limit + 1]]
-        more = len(page) > limit
-        page = page[:limit]
-        live = [i for i in page if not codec.is_expired(i, now)]
-        next_after = int(page[-1]["seq"]["N"]) if more and page else None
-        return EventPage(
-            events=[codec.decode_event(i) for i in live],
-            next_after=next_after,
-            belief_history=codec.decode_event_points(live),
-        )
+        return common.event_page(page, limit, now)
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
@@ -153,11 +137,7 @@ class MemoryStore:
             )
         if cursor is not None:
             lobby = [i for i in lobby if i["lobby_sk"]["S"] > cursor]
-        page = lobby[: limit + 1]
-        more = len(page) > limit
-        page = page[:limit]
-        games = [codec.decode_lobby_entry(i) for i in page if not codec.is_expired(i, now)]
-        return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
+        return common.lobby_page(lobby[: limit + 1], limit, now)
 
     def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
         for _ in range(JOIN_ATTEMPTS):
@@ -170,14 +150,11 @@ class MemoryStore:
                 if stored is None:
                     raise NotFound(f"no game {game_id}")
                 if stored.version == current.version:
-                    self._games[(codec.game_pk(game_id), codec.SNAPSHOT_SK)] = item
+                    self._put_snapshot(game_id, item)
                     return after
-        raise Conflict(f"game {game_id} kept changing; retry", reason="busy", current=stored)
+        raise common.kept_changing(game_id, stored)
 
     # ------------------------------------------------------------ end-of-game records
-    def _key(self, key: Item) -> tuple[str, str]:
-        return (key["pk"]["S"], key["sk"]["S"])
-
     def put_result(
         self,
         summary: GameSummary,
@@ -185,10 +162,9 @@ class MemoryStore:
         belief_history: tuple[BeliefPoint, ...] = (),
         keep: int = RESULTS_MAX,
     ) -> bool:
-        blob = codec.encode_history(belief_history) if belief_history else None
-        result_item = results.encode_result(summary, blob)
-        self._check_size(result_item)
-        result_key = self._key(results.result_key(summary.game_id))
+        result_item = common.result_item(summary, belief_history)
+        common.checked_sizes(result_item)
+        result_key = key_of(results.result_key(summary.game_id))
         scope = summary.scope
         with self._lock:
             if scope is None:
@@ -198,12 +174,12 @@ class MemoryStore:
                 self._games[result_key] = result_item
                 return True
             self.op_counts["GetItem"] += 1
-            recent_key = self._key(results.recent_key(*scope))
+            recent_key = key_of(results.recent_key(*scope))
             recent = results.decode_recent(*scope, copy.deepcopy(self._games.get(recent_key)))
             if recent.has(summary.game_id):
                 return False
             recent_item = results.encode_recent(recent.appended(summary, keep))
-            self._check_size(recent_item)
+            common.checked_sizes(recent_item)
             self.op_counts["TransactWriteItems"] += 1
             if result_key in self._games:
                 return False
@@ -214,7 +190,7 @@ class MemoryStore:
     def result(self, game_id: str) -> GameSummary:
         with self._lock:
             self.op_counts["GetItem"] += 1
-            item = self._games.get(self._key(results.result_key(game_id)))
+            item = self._games.get(key_of(results.result_key(game_id)))
         if item is None:
             raise NotFound(f"no result for game {game_id}")
         return results.decode_result(item)
@@ -222,26 +198,21 @@ class MemoryStore:
     def recent_results(self, agent: str, opponent: str) -> RecentResults:
         with self._lock:
             self.op_counts["GetItem"] += 1
-            item = copy.deepcopy(self._games.get(self._key(results.recent_key(agent, opponent))))
+            item = copy.deepcopy(self._games.get(key_of(results.recent_key(agent, opponent))))
         return results.decode_recent(agent, opponent, item)
 
     def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
         check_repair(expected_version, snapshot)
         item = codec.encode_snapshot(snapshot)
-        self._check_size(item)
+        common.checked_sizes(item)
         with self._lock:
             self.op_counts["PutItem"] += 1
             current = self._live(self._snapshot_item(snapshot.game_id))
             if current is None:
                 raise NotFound(f"no game {snapshot.game_id}")
             if current.version != expected_version:
-                raise Conflict(
-                    f"game {snapshot.game_id} moved to version {current.version} "
-                    f"(expected {expected_version})",
-                    reason="version",
-                    current=current,
-                )
-            self._games[(codec.game_pk(snapshot.game_id), codec.SNAPSHOT_SK)] = item
+                raise common.version_moved(snapshot.game_id, current, expected_version)
+            self._put_snapshot(snapshot.game_id, item)
         return codec.as_stored(snapshot)
 
     # ------------------------------------------------------------ scope items (ECHO memory)
@@ -249,13 +220,13 @@ class MemoryStore:
         """One strongly consistent read of an `AGENT#...` item (None: absent)."""
         with self._lock:
             self.op_counts["GetItem"] += 1
-            return copy.deepcopy(self._games.get(self._key(key)))
+            return copy.deepcopy(self._games.get(key_of(key)))
 
     def put_scope_item(self, item: Item, expected_version: int) -> None:
         """Put an `AGENT#...` item whose `v` is expected_version + 1, conditioned on the
         stored `v` being `expected_version` (0: absent); Conflict(`version`) otherwise."""
-        self._check_size(item)
-        key = self._key(item)
+        common.checked_sizes(item)
+        key = key_of(item)
         with self._lock:
             self.op_counts["PutItem"] += 1
             current = self._games.get(key)
@@ -273,7 +244,7 @@ class MemoryStore:
         with self._lock:
             for key in keys:
                 self.op_counts["DeleteItem"] += 1
-                gone += self._games.pop(self._key(key), None) is not None
+                gone += self._games.pop(key_of(key), None) is not None
         return gone
 
     # ------------------------------------------------------------ diagnostics

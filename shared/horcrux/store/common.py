@@ -1,0 +1,99 @@
+"""What both adapters share, so they store and answer alike: the snapshot key, the item size
+limit, the TTL filter on reads, the items of a turn or a result, pages and the version
+conflict. No I/O here (boto3 stays in `horcrux.store.dynamodb`)."""
+
+from __future__ import annotations
+
+from horcrux.store import codec, results
+from horcrux.store.codec import Item
+from horcrux.store.port import (
+    MAX_ITEM_BYTES,
+    AnyEvent,
+    BeliefPoint,
+    Conflict,
+    EventPage,
+    GameSnapshot,
+    ItemTooLarge,
+    LobbyPage,
+)
+from horcrux.store.results import GameSummary
+
+JOIN_ATTEMPTS = 3
+
+
+# ---------------------------------------------------------------- keys
+def snapshot_key(game_id: str) -> Item:
+    """The games-table key of a game's snapshot (`GAME#<id>` / `SNAPSHOT`)."""
+    return {"pk": {"S": codec.game_pk(game_id)}, "sk": {"S": codec.SNAPSHOT_SK}}
+
+
+def key_of(item: Item) -> tuple[str, str]:
+    """The (pk, sk) strings of a games-table key or item."""
+    return (item["pk"]["S"], item["sk"]["S"])
+
+
+# ---------------------------------------------------------------- items
+def checked_sizes(*items: Item) -> tuple[int, ...]:
+    """The items' sizes; ItemTooLarge for the first one above DynamoDB's item limit."""
+    sizes = tuple(codec.item_size(i) for i in items)
+    for size in sizes:
+        if size > MAX_ITEM_BYTES:
+            raise ItemTooLarge(f"item of {size} bytes exceeds {MAX_ITEM_BYTES}")
+    return sizes
+
+
+def turn_items(snapshot: GameSnapshot, event: AnyEvent) -> tuple[Item, Item]:
+    """The snapshot item and the event item one turn (or a game's start) writes."""
+    return codec.encode_snapshot(snapshot), codec.encode_turn_event(snapshot, event)
+
+
+def result_item(summary: GameSummary, belief_history: tuple[BeliefPoint, ...]) -> Item:
+    """The `GAME#<id>` / `RESULT` item, with the belief history blob if there is one."""
+    blob = codec.encode_history(belief_history) if belief_history else None
+    return results.encode_result(summary, blob)
+
+
+# ---------------------------------------------------------------- reads (TTL is lazy)
+def live_snapshot(item: Item | None, now: float) -> GameSnapshot | None:
+    """The snapshot an item holds; None if there is no item or it has expired."""
+    if not item or codec.is_expired(item, now):
+        return None
+    return codec.decode_snapshot(item)
+
+
+def event_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -> EventPage:
+    """A page of events from the event items read in seq order (up to `limit + 1` of them;
+    `more`: the read itself was cut short), expired ones left out."""
+    more = more or len(raw) > limit
+    page = raw[:limit]
+    live = [i for i in page if not codec.is_expired(i, now)]
+    next_after = int(page[-1]["seq"]["N"]) if more and page else None
+    return EventPage(
+        events=[codec.decode_event(i) for i in live],
+        next_after=next_after,
+        belief_history=codec.decode_event_points(live),
+    )
+
+
+def lobby_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -> LobbyPage:
+    """A lobby page from the open snapshot items read in lobby order (up to `limit + 1` of
+    them; `more`: the read itself was cut short), expired ones left out."""
+    more = more or len(raw) > limit
+    page = raw[:limit]
+    games = [codec.decode_lobby_entry(i) for i in page if not codec.is_expired(i, now)]
+    return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
+
+
+# ---------------------------------------------------------------- conflicts
+def version_moved(game_id: str, current: GameSnapshot, expected: int) -> Conflict:
+    """Conflict(`version`): the snapshot is no longer at the version the writer read."""
+    return Conflict(
+        f"game {game_id} moved to version {current.version} (expected {expected})",
+        reason="version",
+        current=current,
+    )
+
+
+def kept_changing(game_id: str, current: GameSnapshot | None) -> Conflict:
+    """Conflict(`busy`): a seat could not be taken in `JOIN_ATTEMPTS` tries."""
+    return Conflict(f"game {game_id} kept changing; retry", reason="busy", current=current)
