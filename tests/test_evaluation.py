@@ -308,3 +308,14 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
     ]
     del rows["planner:trigger"]
     assert window_curve(rows)[-1] == (50, {"win_rate": 0.82})
+
+
+def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
+    # the committed report: its JSON (keys sorted) renders the committed markdown again
+    root = Path(__file__).resolve().parent.parent / "docs"
+    data = json.loads((root / "evaluation.json").read_text())
+    md = (root / "EVALUATION.md").read_text()
+    images = [line[2:].split("]")[0] for line in md.splitlines() if line.startswith("![")]
+    assert report_mod.render_markdown(data, images) == md
+    table = [line for line in md.splitlines() if line.startswith("| `")][:3]
+    assert [row.split("`")[1] for row in table] == ["naive", "seed-heuristic", "planner"]

@@ -396,7 +396,10 @@ def _planner(options: BrainOptions) -> PlannerHarry:
 
 @HARRY_BRAINS.register(
     "planner-window",
-    description="the planner recalling only its last W observations (:W[:forecast|uniform|fresh])",
+    description=(
+        "the trigger planner recalling only its last W observations "
+        "(:W[:forecast|hedged|uniform|fresh])"
+    ),
 )
 def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
     window, _, prior = (options.param or "").partition(":")

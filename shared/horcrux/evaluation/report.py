@@ -13,7 +13,7 @@ from horcrux.evaluation.metrics import (
     paired_difference,
     percentile,
 )
-from horcrux.evaluation.runner import BASELINE, GameRecord
+from horcrux.evaluation.runner import BASELINE, HARRY_ARCHITECTURES, GameRecord
 from horcrux.sim import wilson
 
 OUTPUT_TOKENS_PER_CALL = 40
@@ -314,6 +314,14 @@ def _f(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
+    """Rows in `HARRY_ARCHITECTURES` order, any others after them by name (a report read
+    back from its JSON, whose keys are sorted, renders as the run wrote it)."""
+    rank = {h: i for i, h in enumerate(HARRY_ARCHITECTURES)}
+    order = sorted(rows, key=lambda h: (rank.get(h, len(rank)), h))
+    return {h: rows[h] for h in order}
+
+
 def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
     meta = report["meta"]
     lines = [
@@ -332,7 +340,8 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
     ]
     for img in images:
         lines += [f"![{img}](img/{img})", ""]
-    for v, rows in report["results"].items():
+    for v, unordered in report["results"].items():
+        rows = _in_architecture_order(unordered)
         lines += [
             f"## Against `{v}`",
             "",
