@@ -6,6 +6,7 @@ import math
 import random
 from itertools import combinations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -361,3 +362,26 @@ def test_forgotten_turns_build_per_model_priors_and_survive_a_snapshot() -> None
         BayesBelief(CLASSIC, charge_prior=((1.0,) * 4,) * 2)
     with pytest.raises(ValueError, match="positive sum"):
         BayesBelief(CLASSIC, decoy_prior=(0.0,) * 4)
+
+
+def test_an_adversary_who_plants_anywhere_raises_every_free_locations_decoy_odds() -> None:
+    anywhere = AdversaryModel("early", "hazard", hazard=0.0, plant=0.5, placement="random")
+    evidence = AdversaryModel("ref", "trigger", plant=0.5)
+    for model in (anywhere, evidence):
+        belief = BayesBelief(CLASSIC, models=(model,))
+        negative = Observation(location="hogwarts", kind="search", outcome="negative")
+        belief.update(
+            HarryRecord(turn=1, action=Search(location="hogwarts"), observations=(negative,))
+        )
+        c = belief._filters.c[0]
+        used = belief._filters.used[0]
+        if model is anywhere:  # no evidence needed; every location, the same odds
+            assert c.min() > 0.0 and np.allclose(c[1:], c[1])
+            assert used[1] == pytest.approx(0.5)  # a decoy with probability `plant`
+        else:  # the reference's rule needs positive public evidence: none yet
+            assert c.max() == 0.0 and used[0] == 1.0
+    robust = BayesBelief(CLASSIC, "robust")
+    robust.update(HarryRecord(turn=1, action=Search(location="hogwarts"), observations=(negative,)))
+    again = BayesBelief.restore(CLASSIC, robust.snapshot())
+    assert (again.marginals() == robust.marginals()).all()
+    assert [m.placement for m in again.models][-1] == "random"

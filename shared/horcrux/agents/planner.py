@@ -244,6 +244,15 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
+MODE_PARAMS: dict[str, PlannerParams] = {
+    "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
+}
+"""Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
+early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,
+probing a likely location by attacking it is cheaper than waiting for certainty that
+never comes (docs/MEMORY.md has the sweep)."""
+
+
 REBUILD_PRIORS = ("forecast", "hedged", "uniform", "fresh")
 """How a memory-window rebuild fills in Voldemort's budgets for the turns it forgot."""
 
@@ -388,10 +397,13 @@ class SeedHeuristicHarry:
 # ---------------------------------------------------------------- registration
 @HARRY_BRAINS.register(
     "planner",
-    description="exact Bayes map, information-gain searches (:trigger|hazard|static|mixture)",
+    description=(
+        "exact Bayes map, information-gain searches (:trigger|hazard|static|mixture|robust)"
+    ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:
-    return PlannerHarry(options.rules, options.param or DEFAULT_MODE)
+    mode = options.param or DEFAULT_MODE
+    return PlannerHarry(options.rules, mode, MODE_PARAMS.get(mode))
 
 
 @HARRY_BRAINS.register(
@@ -423,6 +435,7 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 
 
 __all__ = [
+    "MODE_PARAMS",
     "REBUILD_PRIORS",
     "Choice",
     "PlannerHarry",

@@ -68,6 +68,7 @@ from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 
 Motion = Literal["trigger", "hazard", "static"]
+Placement = Literal["evidence", "random"]
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
@@ -84,8 +85,9 @@ class AdversaryModel:
     motion: Motion
     trigger: float = 1.0  # P(relocate | positive at a real Horcrux, charges left)
     hazard: float = 0.03  # P(one relocation per turn | charges left)
-    plant: float = 0.0  # P(plant at the top-evidence free location | it is possible)
+    plant: float = 0.0  # P(plant a decoy this turn | it is possible)
     prior: float = 1.0
+    placement: Placement = "evidence"  # where: the top-evidence free location, or anywhere free
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -100,6 +102,14 @@ MODES: dict[str, tuple[AdversaryModel, ...]] = {
         AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.7),
         AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.15),
         AdversaryModel("static", "static", plant=0.0, prior=0.15),
+    ),
+    "robust": (
+        AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.6),
+        AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.125),
+        AdversaryModel("static", "static", plant=0.0, prior=0.125),
+        AdversaryModel(
+            "early", "hazard", hazard=1 / 3, plant=1 / 3, placement="random", prior=0.15
+        ),
     ),
 }
 DEFAULT_MODE = "mixture"
@@ -305,6 +315,7 @@ class _Filters:
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
+        self._anywhere = [m.placement == "random" for m in models]
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._marginal: FloatArray | None = None
 
@@ -432,31 +443,43 @@ class _Filters:
         return found
 
     def _plant(self, p_no_move: FloatArray, evidence: FloatArray) -> None:
-        positive = np.flatnonzero(evidence > 0.0)
-        if len(positive) == 0:
-            return
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
-        if len(positive) > 1:  # best evidence first, board order on ties
-            positive = positive[np.argsort(-evidence[positive], kind="stable")]
-        cand = positive.tolist()
-        marginal = self.marginal()
+        marginal: FloatArray | None = None
+        cand: list[int] | None = None
         # scalar loops: a handful of candidates and at most a few models, where numpy's
         # per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
             if go <= 0.0 or left <= 0.0:
                 continue
+            if marginal is None:
+                marginal = self.marginal()
             chance = go * left  # this model plants now
-            reach = 1.0  # P(every better candidate is taken)
-            planted = 0.0  # P(a decoy now | charges left), before `go`
             c_row = self.c[i]
-            for j, m in zip(cand, marginal[i, cand].tolist(), strict=True):
-                c = float(c_row[j])
-                if c < 1.0:
-                    c_row[j] = c + (1.0 - c) * reach * chance
-                    planted += reach * (1.0 - m) * (1.0 - c)
-                reach *= m + (1.0 - m) * c
-            planted = min(1.0, planted * go)
+            if self._anywhere[i]:  # a uniformly drawn free location
+                free = (1.0 - marginal[i]) * (1.0 - c_row)  # P(j is free)
+                total = float(free.sum())
+                if total <= 0.0:
+                    continue
+                c_row += (1.0 - c_row) * min(1.0, chance / total)  # P(j drawn | j free)
+                planted = min(1.0, go)
+            else:  # the free location with the highest public evidence, if above 0
+                if cand is None:
+                    positive = np.flatnonzero(evidence > 0.0)
+                    if len(positive) > 1:  # best evidence first, board order on ties
+                        positive = positive[np.argsort(-evidence[positive], kind="stable")]
+                    cand = positive.tolist()
+                if not cand:
+                    continue
+                reach = 1.0  # P(every better candidate is taken)
+                planted = 0.0  # P(a decoy now | charges left), before `go`
+                for j, m in zip(cand, marginal[i, cand].tolist(), strict=True):
+                    c = float(c_row[j])
+                    if c < 1.0:
+                        c_row[j] = c + (1.0 - c) * reach * chance
+                        planted += reach * (1.0 - m) * (1.0 - c)
+                    reach *= m + (1.0 - m) * c
+                planted = min(1.0, planted * go)
             used = self.used[i]
             shift = used[:-1] * planted
             used[:-1] -= shift
