@@ -470,3 +470,26 @@ def test_an_expired_game_reads_as_not_found(api: ApiClient) -> None:
 def test_the_handler_module_builds_no_client_at_import(dynamo: Store) -> None:
     handler: ModuleType = load_handler("api")
     assert handler.store._client is None
+
+
+def test_a_robust_planner_seat_plays_over_the_api_as_it_plays_in_process(
+    api: ApiClient, pump: StreamPump
+) -> None:
+    harry = {"kind": "ai", "brain": "planner:robust"}
+    body = create(api, harry, {"kind": "ai", "brain": "random"}, rules="classic", seed=11)
+    gid = body["game_id"]
+    assert body["game"]["seats"]["harry"]["brain"] == "planner:robust"
+    for _ in range(500):
+        if not pump.step():
+            break
+    final = api.call("GET", f"/games/{gid}").body
+    assert final["status"] == "over"
+    # restored from its snapshot every turn, it still decides as one brain kept in memory
+    played = sim.play_game(PRESETS["classic"], 11, "planner:robust", "random")
+    assert final["winner"] == played.winner and final["view"]["turn"] == played.turns
+    bad = api.call(
+        "POST",
+        "/games",
+        body={"seats": {"harry": {"kind": "ai", "brain": "planner:bold"}, "voldemort": HUMAN}},
+    )
+    assert bad.status == 422 and "unknown planner mode 'bold'" in bad.body["message"]

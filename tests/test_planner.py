@@ -355,6 +355,8 @@ def test_robust_planner_survives_a_random_voldemort_the_mixture_cannot_read() ->
     robust = HARRY_BRAINS.create("planner:robust", CLASSIC)
     assert isinstance(robust, PlannerHarry)
     assert robust.params.thresholds == (0.80, 0.60, 0.45, 0.35)
+    assert PlannerHarry(CLASSIC, "robust").params == robust.params  # built directly too
+    assert PlannerHarry(CLASSIC).params == PlannerParams()  # the mixture keeps its own
     assert [m.name for m in robust.belief.models][-1] == "early"
 
     def wins(spec: str) -> int:

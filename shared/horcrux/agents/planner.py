@@ -122,7 +122,7 @@ class PlannerHarry:
             raise UnknownBrain(f"unknown planner mode {mode!r}; known: {', '.join(MODES)}")
         self.rules = rules
         self.mode = mode
-        self.params = params or PlannerParams()
+        self.params = params or MODE_PARAMS.get(mode) or PlannerParams()
         self.belief = belief or BayesBelief(rules, mode)
         self.name = "planner" if mode == DEFAULT_MODE else f"planner:{mode}"
         self.decisions: list[DecisionRecord] = []
@@ -402,8 +402,7 @@ class SeedHeuristicHarry:
     ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:
-    mode = options.param or DEFAULT_MODE
-    return PlannerHarry(options.rules, mode, MODE_PARAMS.get(mode))
+    return PlannerHarry(options.rules, options.param or DEFAULT_MODE)
 
 
 @HARRY_BRAINS.register(
