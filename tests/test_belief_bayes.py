@@ -358,6 +358,39 @@ def test_forgotten_turns_build_per_model_priors_and_survive_a_snapshot() -> None
         BayesBelief(CLASSIC, forgotten=3, charge_prior=(1.0,) * 4)
     with pytest.raises(ValueError, match=">= 0"):
         BayesBelief(CLASSIC, forgotten=-1)
+
+
+def test_trust_weighs_the_forecast_against_ignorance() -> None:
+    models = MODES["mixture"]
+    forecast = forgotten_budgets(models, CLASSIC, 3, 12)
+    for trust in (0.0, 0.25, 2 / 3):
+        blended = forgotten_budgets(models, CLASSIC, 3, 12, trust)
+        for rows, sure in zip(blended, forecast, strict=True):
+            for row, f in zip(rows, sure, strict=True):
+                assert row == pytest.approx([trust * p + (1 - trust) / 4 for p in f])
+    assert forgotten_budgets(models, CLASSIC, 3, 12, 1.0) == forecast
+    # nothing forgotten: the start is known, whatever the trust
+    assert forgotten_budgets(models, CLASSIC, 3, 0, 0.0)[0][0] == (0.0, 0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        forgotten_budgets(models, CLASSIC, 3, 12, 1.5)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        BayesBelief(CLASSIC, forgotten=3, trust=-0.1)
+
+
+def test_a_trusting_rebuild_survives_a_snapshot_and_differs_from_the_forecast() -> None:
+    positive = Observation(location="hogwarts", kind="search", outcome="positive")
+    record = HarryRecord(turn=30, action=Search(location="hogwarts"), observations=(positive,))
+    charges, decoys = forgotten_budgets(MODES["trigger"], CLASSIC, 3, 29, 0.5)
+    hedged = BayesBelief(CLASSIC, "trigger", forgotten=29, trust=0.5)
+    explicit = BayesBelief(CLASSIC, "trigger", charge_prior=charges, decoy_prior=decoys)
+    sure = BayesBelief(CLASSIC, "trigger", forgotten=29)
+    for belief in (hedged, explicit, sure):
+        belief.update(record)
+    assert hedged.marginals() == pytest.approx(explicit.marginals(), abs=1e-12)
+    # less trust in "the charges are spent": the positive sticks less
+    assert hedged.occupancy()["hogwarts"] < sure.occupancy()["hogwarts"] - 0.05
+    again = BayesBelief.restore(CLASSIC, hedged.snapshot())
+    assert (again.marginals() == hedged.marginals()).all()
     with pytest.raises(ValueError, match="for each of the 3 models"):
         BayesBelief(CLASSIC, charge_prior=((1.0,) * 4,) * 2)
     with pytest.raises(ValueError, match="positive sum"):

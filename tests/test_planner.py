@@ -12,6 +12,7 @@ import horcrux.agents.planner  # noqa: F401  (registers the brains)
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.planner import (
+    REFERENCE_TRUST,
     PlannerHarry,
     PlannerParams,
     WindowPlannerHarry,
@@ -194,8 +195,8 @@ def test_window_uses_only_the_last_w_observations() -> None:
     view = _view(CLASSIC).model_copy(update={"history": tuple(old + recent), "turn": 10})
     brain = WindowPlannerHarry(CLASSIC, 4)
     brain.sync(view)
-    # turns 1-5 forgotten: the rebuild starts from the models' forecast of 5 turns
-    fresh = BayesBelief(CLASSIC, "trigger", forgotten=5)
+    # turns 1-5 forgotten: the rebuild starts from the forecast of 5 turns, trusted 2/3
+    fresh = BayesBelief(CLASSIC, "trigger", forgotten=5, trust=REFERENCE_TRUST)
     for record in recent:
         fresh.update(record)
     assert (brain.belief.marginals() == fresh.marginals()).all()
@@ -246,26 +247,35 @@ def _searches(outcomes: list[tuple[str, str]]) -> tuple[HarryRecord, ...]:
 
 def test_window_rebuild_prior_knows_the_start_and_forgets_the_budgets() -> None:
     brain = WindowPlannerHarry(CLASSIC, 8)
+    assert brain.trust == REFERENCE_TRUST == pytest.approx(2 / 3)
     assert brain.rebuild_prior(1, 3) == {"horcruxes": 3}  # the game's own start
-    assert brain.rebuild_prior(12, 2) == {"horcruxes": 2, "forgotten": 11}
-    uniform = WindowPlannerHarry(CLASSIC, 8, prior="uniform").rebuild_prior(12, 2)
-    assert uniform["charge_prior"] == (1.0,) * (CLASSIC.relocations + 1)
-    assert uniform["decoy_prior"] == (1.0,) * (CLASSIC.decoys + 1)
+    assert brain.rebuild_prior(12, 2) == {"horcruxes": 2, "forgotten": 11, "trust": 2 / 3}
+    for prior, trust in (("forecast", 1.0), ("hedged", 0.5), ("uniform", 0.0), (0.8, 0.8)):
+        got = WindowPlannerHarry(CLASSIC, 8, prior=prior).rebuild_prior(12, 2)
+        assert got == {"horcruxes": 2, "forgotten": 11, "trust": trust}
     assert WindowPlannerHarry(CLASSIC, 8, prior="fresh").rebuild_prior(12, 2) == {"horcruxes": 2}
-    hedged = WindowPlannerHarry(CLASSIC, 8, prior="hedged").rebuild_prior(12, 2)
+    # ignorance is every count equally likely; the default leans two to one on the forecast
     (charges, *_), (decoys, *_) = forgotten_budgets(MODES["trigger"], CLASSIC, 2, 11)
-    for got, forecast in ((hedged["charge_prior"][0], charges), (hedged["decoy_prior"][0], decoys)):
-        assert got == pytest.approx([0.5 * p + 0.125 for p in forecast])
+    (ignorant, *_), _ = forgotten_budgets(MODES["trigger"], CLASSIC, 2, 11, 0.0)
+    assert ignorant == pytest.approx((0.25,) * 4)
+    (default, *_), (default_decoys, *_) = forgotten_budgets(
+        MODES["trigger"], CLASSIC, 2, 11, REFERENCE_TRUST
+    )
+    assert default == pytest.approx([2 / 3 * p + 1 / 12 for p in charges])
+    assert default_decoys == pytest.approx([2 / 3 * p + 1 / 12 for p in decoys])
 
 
 @pytest.mark.parametrize(
     ("spec", "window", "prior", "name"),
     [
-        ("planner-window:8", 8, "forecast", "planner-window:8"),
+        ("planner-window:8", 8, "reference", "planner-window:8"),
+        ("planner-window:8:reference", 8, "reference", "planner-window:8"),
+        ("planner-window:8:forecast", 8, "forecast", "planner-window:8:forecast"),
         ("planner-window:16:uniform", 16, "uniform", "planner-window:16:uniform"),
         ("planner-window:4:fresh", 4, "fresh", "planner-window:4:fresh"),
         ("planner-window:8:hedged", 8, "hedged", "planner-window:8:hedged"),
-        ("planner-window", 16, "forecast", "planner-window:16"),
+        ("planner-window:8:0.8", 8, "0.8", "planner-window:8:0.8"),
+        ("planner-window", 16, "reference", "planner-window:16"),
     ],
 )
 def test_window_spec_names_the_window_and_the_rebuild_prior(
@@ -281,8 +291,9 @@ def test_window_spec_names_the_window_and_the_rebuild_prior(
     [
         (
             "planner-window:8:hopeful",
-            "rebuild prior must be one of forecast, hedged, uniform, fresh",
+            "one of reference, forecast, hedged, uniform, fresh or a trust in",
         ),
+        ("planner-window:8:1.5", r"trust must be in \[0, 1\], got '1.5'"),
         ("planner-window:eight", "must be a whole number"),
         ("planner-window:0", "at least 1"),
     ],

@@ -41,7 +41,6 @@ from horcrux.belief.bayes import (
     MODES,
     BayesBelief,
     FloatArray,
-    forgotten_budgets,
 )
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.decisions import DecisionRecord, Source
@@ -253,14 +252,37 @@ probing a likely location by attacking it is cheaper than waiting for certainty 
 never comes (docs/MEMORY.md has the sweep)."""
 
 
-REBUILD_PRIORS = ("forecast", "hedged", "uniform", "fresh")
-"""How a memory-window rebuild fills in Voldemort's budgets for the turns it forgot."""
+REFERENCE_TRUST = 2.0 / 3.0
+"""The default rebuild's trust in the forecast of the forgotten turns: two parts forecast
+to one part ignorance. GAME.md does not say what its reference ablation assumed there;
+this one number is fitted to its W = 8 row (docs/MEMORY.md), W = 16 and 32 follow."""
+
+REBUILD_PRIORS: dict[str, float | None] = {
+    "reference": REFERENCE_TRUST,
+    "forecast": 1.0,
+    "hedged": 0.5,
+    "uniform": 0.0,
+    "fresh": None,
+}
+"""How a memory-window rebuild fills in Voldemort's budgets for the turns it forgot: the
+trust in each adversary model's forecast (`forgotten_budgets`) against ignorance, or
+`None` for the game's start."""
 
 
-def _hedge(row: tuple[float, ...]) -> tuple[float, ...]:
-    """Equal odds between a forecast and ignorance (uniform) over the same counts."""
-    total = sum(row)
-    return tuple(0.5 * x / total + 0.5 / len(row) for x in row)
+def rebuild_trust(prior: str | float) -> float | None:
+    """The trust a rebuild prior stands for: a name of `REBUILD_PRIORS`, or a number in [0, 1]."""
+    if isinstance(prior, str) and prior in REBUILD_PRIORS:
+        return REBUILD_PRIORS[prior]
+    try:
+        trust = float(prior)
+    except ValueError:
+        raise ValueError(
+            f"a rebuild prior is one of {', '.join(REBUILD_PRIORS)} or a trust in [0, 1], "
+            f"got {prior!r}"
+        ) from None
+    if not 0.0 <= trust <= 1.0:
+        raise ValueError(f"a rebuild prior's trust must be in [0, 1], got {prior!r}")
+    return trust
 
 
 class WindowPlannerHarry(PlannerHarry):
@@ -279,15 +301,17 @@ class WindowPlannerHarry(PlannerHarry):
     over the sets of k0 = Horcruxes left + those destroyed inside the window (he forgot
     every search that located them; by symmetry nothing else holds). What he must also
     assume is how much of Voldemort's budgets the t0 - 1 forgotten turns used, and the
-    result hangs on it (docs/MEMORY.md has the measured spread). `prior` chooses:
+    result hangs on it (docs/MEMORY.md has the measured spread). The prior is each
+    adversary model's forecast for that many turns of a searcher who recalls nothing
+    (`horcrux.belief.bayes.forgotten_budgets`), weighed against ignorance (every count
+    of charges left and decoys planted equally likely) by a trust in [0, 1]. `prior`
+    names the trust, or gives it as a number:
 
-    * `forecast` (default): each adversary model's own forecast for that many turns of a
-      searcher who recalls nothing (`horcrux.belief.bayes.forgotten_budgets`): what a
-      calibrated Harry who still sees the turn counter believes;
-    * `uniform`: maximum entropy, every count of charges left and decoys planted equally
-      likely;
-    * `fresh`: as at the game's start (all charges left, no decoy planted): the Harry
-      who takes the oldest turn he recalls for the first of the game.
+    * `reference` (default): 2/3, fitted to GAME.md's W = 8 row (`REFERENCE_TRUST`);
+    * `forecast`: 1, the forecast alone (as well calibrated as the default, and stronger);
+    * `hedged`: 1/2, equal odds; `uniform`: 0, ignorance;
+    * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
+      game's first (all charges left, no decoy planted).
 
     Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
     follows the public evidence of the whole game, which he forgot. The predictive step
@@ -297,36 +321,27 @@ class WindowPlannerHarry(PlannerHarry):
     """
 
     def __init__(
-        self, rules: RuleSet, window: int, mode: str = "trigger", prior: str = "forecast"
+        self,
+        rules: RuleSet,
+        window: int,
+        mode: str = "trigger",
+        prior: str | float = "reference",
     ) -> None:
-        if prior not in REBUILD_PRIORS:
-            raise ValueError(f"unknown rebuild prior {prior!r}; known: {', '.join(REBUILD_PRIORS)}")
+        self.trust = rebuild_trust(prior)
         if window < 1:
             raise ValueError(f"a memory window holds at least 1 observation, got {window}")
         super().__init__(rules, mode)
         self.window = window
-        self.prior = prior
-        self.name = f"planner-window:{window}" + ("" if prior == "forecast" else f":{prior}")
+        self.prior = prior if isinstance(prior, str) else f"{prior:g}"
+        suffix = "" if self.prior == "reference" else f":{self.prior}"
+        self.name = f"planner-window:{window}{suffix}"
 
     def rebuild_prior(self, first_turn: int, horcruxes: int) -> dict[str, Any]:
         """The keyword arguments of the rebuild's `BayesBelief` (see the class doc)."""
         forgotten = max(0, first_turn - 1)
-        if forgotten == 0 or self.prior == "fresh":
+        if forgotten == 0 or self.trust is None:
             return {"horcruxes": horcruxes}
-        if self.prior == "uniform":
-            return {
-                "horcruxes": horcruxes,
-                "charge_prior": (1.0,) * (self.rules.relocations + 1),
-                "decoy_prior": (1.0,) * (self.rules.decoys + 1),
-            }
-        if self.prior == "hedged":
-            charges, decoys = forgotten_budgets(MODES[self.mode], self.rules, horcruxes, forgotten)
-            return {
-                "horcruxes": horcruxes,
-                "charge_prior": tuple(_hedge(row) for row in charges),
-                "decoy_prior": tuple(_hedge(row) for row in decoys),
-            }
-        return {"horcruxes": horcruxes, "forgotten": forgotten}
+        return {"horcruxes": horcruxes, "forgotten": forgotten, "trust": self.trust}
 
     def sync(self, view: HarryView) -> None:
         flat = [(r.turn, obs) for r in view.history for obs in r.observations]
@@ -409,18 +424,17 @@ def _planner(options: BrainOptions) -> PlannerHarry:
     "planner-window",
     description=(
         "the trigger planner recalling only its last W observations "
-        "(:W[:forecast|hedged|uniform|fresh])"
+        "(:W[:reference|forecast|hedged|uniform|fresh|TRUST])"
     ),
 )
 def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
     window, _, prior = (options.param or "").partition(":")
     sized = replace(options, param=window or None)
-    prior = prior or "forecast"
-    if prior not in REBUILD_PRIORS:
-        raise UnknownBrain(
-            f"planner-window's rebuild prior must be one of {', '.join(REBUILD_PRIORS)}, "
-            f"got {prior!r}"
-        )
+    prior = prior or "reference"
+    try:
+        rebuild_trust(prior)
+    except ValueError as exc:
+        raise UnknownBrain(f"planner-window: {exc}") from None
     return WindowPlannerHarry(
         options.rules, int_param(sized, 16, "planner-window's memory"), prior=prior
     )
@@ -436,10 +450,12 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 __all__ = [
     "MODE_PARAMS",
     "REBUILD_PRIORS",
+    "REFERENCE_TRUST",
     "Choice",
     "PlannerHarry",
     "PlannerParams",
     "SeedHeuristicHarry",
     "WindowPlannerHarry",
     "plan",
+    "rebuild_trust",
 ]

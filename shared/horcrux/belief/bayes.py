@@ -237,7 +237,11 @@ def _spent(turns: int, rate: float, budget: int) -> list[float]:
 
 
 def forgotten_budgets(
-    models: tuple[AdversaryModel, ...], rules: RuleSet, horcruxes: int, turns: int
+    models: tuple[AdversaryModel, ...],
+    rules: RuleSet,
+    horcruxes: int,
+    turns: int,
+    trust: float = 1.0,
 ) -> tuple[tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...]]:
     """Each model's forecast of Voldemort's budgets after `turns` turns Harry cannot recall.
 
@@ -257,7 +261,13 @@ def forgotten_budgets(
 
     Counts are Binomial over the forgotten turns, capped at the budget. With nothing
     forgotten this is the game's start: R charges left, no decoy planted.
+
+    `trust` in [0, 1] weighs the forecast against ignorance: each row becomes trust x
+    forecast + (1 - trust) x uniform over the counts (1: the forecast; 0: every count
+    equally likely). With nothing forgotten the start is known, whatever the trust.
     """
+    if not 0.0 <= trust <= 1.0:
+        raise ValueError(f"trust in the forecast must be in [0, 1], got {trust}")
     n = len(rules.locations)
     share = horcruxes / n
     hit = share * rules.sensor.d  # a search finds a real Horcrux
@@ -267,10 +277,18 @@ def forgotten_budgets(
     for model in models:
         move = {"trigger": model.trigger * hit, "hazard": model.hazard, "static": 0.0}[model.motion]
         used = _spent(turns, move, rules.relocations)
-        charges.append(tuple(reversed(used)))  # j used -> R - j left
+        charges.append(_blend(tuple(reversed(used)), trust if turns else 1.0))  # j used: R - j left
         plant = model.plant * positive * (1.0 - move)
-        decoys.append(tuple(_spent(turns, plant, rules.decoys)))
+        decoys.append(_blend(tuple(_spent(turns, plant, rules.decoys)), trust if turns else 1.0))
     return tuple(charges), tuple(decoys)
+
+
+def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
+    """trust x the (normalised) row + (1 - trust) x uniform over its counts."""
+    if trust == 1.0:
+        return row
+    total = sum(row)
+    return tuple(trust * x / total + (1.0 - trust) / len(row) for x in row)
 
 
 # ---------------------------------------------------------------- the filters
@@ -523,7 +541,8 @@ class BayesBelief:
     rebuilds a map mid-game); `charge_prior` replaces "surely R charges" by weights over
     r = 0..R, and `decoy_prior` "surely no decoy planted yet" by weights over 0..D decoys
     used: what a Harry who forgot the start of the game should believe about Voldemort's
-    budgets.
+    budgets. `forgotten=t` sets both from each model's forecast for t forgotten turns
+    (`forgotten_budgets`), weighed against ignorance by `trust`.
     """
 
     def __init__(
@@ -537,6 +556,7 @@ class BayesBelief:
         charge_prior: Prior | None = None,
         decoy_prior: Prior | None = None,
         forgotten: int = 0,
+        trust: float = 1.0,
     ) -> None:
         if models is None:
             if mode not in MODES:
@@ -556,9 +576,14 @@ class BayesBelief:
             raise ValueError("forgotten must be >= 0 turns")
         if forgotten and (charge_prior is not None or decoy_prior is not None):
             raise ValueError("give either forgotten turns or explicit budget priors, not both")
+        if not 0.0 <= trust <= 1.0:
+            raise ValueError(f"trust in the forecast must be in [0, 1], got {trust}")
         self._forgotten = forgotten
+        self._trust = float(trust) if forgotten else 1.0
         if forgotten:
-            charge_prior, decoy_prior = forgotten_budgets(models, rules, self._start_k, forgotten)
+            charge_prior, decoy_prior = forgotten_budgets(
+                models, rules, self._start_k, forgotten, self._trust
+            )
         self._charge_prior = _plain(charge_prior)
         self._decoy_prior = _plain(decoy_prior)
         self._filters = _Filters(
@@ -754,6 +779,8 @@ class BayesBelief:
         }
         if self._forgotten:
             header["fg"] = self._forgotten
+            if self._trust != 1.0:
+                header["tr"] = self._trust
         else:
             if self._charge_prior is not None:
                 header["cp"] = self._charge_prior
@@ -792,6 +819,7 @@ class BayesBelief:
             charge_prior=_plain(cp),
             decoy_prior=_plain(dp),
             forgotten=int(header.get("fg", 0)),
+            trust=float(header.get("tr", 1.0)),
         )
         for _ in range(turns):
             turn, count = struct.unpack_from("<HB", raw, offset)

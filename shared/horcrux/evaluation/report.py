@@ -455,8 +455,9 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
             lines += [
                 "",
                 "The `planner-window:W` rows depend on what the rebuild assumes about the "
-                "turns it forgot (its `prior`, default `forecast`); docs/MEMORY.md measures "
-                "every prior: the reference rows sit inside that bracket.",
+                "turns it forgot (its `prior`: by default a trust of 2/3 in its forecast, "
+                "the one number fitted to the W = 8 reference row); docs/MEMORY.md "
+                "measures every prior.",
             ]
         lines.append("")
     llm = report["llm"]
