@@ -35,7 +35,7 @@ from horcrux.models import (
     VoldemortMoved,
 )
 from horcrux.rules import preset
-from horcrux.sim import run_games
+from horcrux.sim import outcome_figures, run_games
 from horcrux.views import voldemort_view
 
 RULES = preset("classic")
@@ -319,3 +319,16 @@ def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
     assert report_mod.render_markdown(data, images) == md
     table = [line for line in md.splitlines() if line.startswith("| `")][:3]
     assert [row.split("`")[1] for row in table] == ["naive", "seed-heuristic", "planner"]
+
+
+def test_outcome_figures_count_wins_turns_and_wasted_attacks() -> None:
+    out = outcome_figures([True, False, True], [30, 50, 40], [3, 1, 3], (2, 1), total=True)
+    assert (out["games"], out["wins"]) == (3, 2)
+    assert out["win_rate"] == pytest.approx(2 / 3)
+    assert out["ci_low"] < 2 / 3 < out["ci_high"]
+    assert out["mean_turns_to_win"] == 35  # the lost game's 50 turns do not count
+    assert out["mean_destroyed"] == pytest.approx(7 / 3)
+    assert out["wasted_attacks"] == {"decoy": 2, "empty": 1, "total": 3, "per_game": 1.0}
+    empty = outcome_figures([], [], [], (0, 0))
+    assert (empty["win_rate"], empty["mean_turns_to_win"], empty["mean_destroyed"]) == (0, None, 0)
+    assert "total" not in empty["wasted_attacks"]

@@ -442,15 +442,7 @@ class GameService:
                     raise
         else:  # pragma: no cover
             raise RuntimeError("could not draw a free game id")
-        if self.inline_ai:
-            self.dispatch(game_id)
-            snapshot = self.store.load(game_id)
-        return {
-            "game_id": game_id,
-            "seat": creator,
-            "token": token,
-            "game": self.game_payload(snapshot, creator),
-        }
+        return self._seated(game_id, creator, token, snapshot)
 
     def lobby(self, limit: int = 20, cursor: str | None = None) -> Payload:
         """Games with a free human seat, oldest first; pass `cursor` back for more."""
@@ -477,6 +469,14 @@ class GameService:
             if exc.reason != "seat_taken":
                 raise MoveConflict(exc.message) from None
             raise SeatTaken(exc.message, seat=seat) from None
+        return self._seated(game_id, seat, token, snapshot)
+
+    def _seated(
+        self, game_id: str, seat: Seat | None, token: str | None, snapshot: GameSnapshot
+    ) -> Payload:
+        """The answer to creating or joining a game: the seat taken (none when both are AI),
+        its token, shown once, and the game as that seat sees it, after the AI seats have
+        played when they play in process."""
         if self.inline_ai:
             self.dispatch(game_id)
             snapshot = self.store.load(game_id)

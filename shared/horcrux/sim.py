@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
@@ -113,33 +113,52 @@ def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def summarise(
-    results: list[GameResult], *, harry: str, voldemort: str, rules: str
+def outcome_figures(
+    won: Sequence[bool],
+    turns: Sequence[int],
+    destroyed: Sequence[int],
+    wasted: tuple[int, int],
+    *,
+    total: bool = False,
 ) -> dict[str, Any]:
-    """The figures `horcrux simulate` prints (and `--json` emits)."""
-    n = len(results)
-    wins = sum(r.winner == "harry" for r in results)
+    """Win rate (Wilson 95% interval), turns to win, Horcruxes destroyed and wasted attacks
+    (decoy, empty) over a batch of games, one entry per game in each sequence."""
+    n = len(won)
+    wins = sum(won)
     low, high = wilson(wins, n)
-    win_turns = [r.turns for r in results if r.winner == "harry"]
-    decoy = sum(r.wasted_decoy for r in results)
-    empty = sum(r.wasted_empty for r in results)
-    summary: dict[str, Any] = {
-        "harry": harry,
-        "voldemort": voldemort,
-        "rules": rules,
+    win_turns = [t for t, w in zip(turns, won, strict=True) if w]
+    decoy, empty = wasted
+    attacks: dict[str, Any] = {"decoy": decoy, "empty": empty}
+    if total:
+        attacks["total"] = decoy + empty
+    attacks["per_game"] = (decoy + empty) / n if n else 0.0
+    return {
         "games": n,
         "wins": wins,
         "win_rate": wins / n if n else 0.0,
         "ci_low": low,
         "ci_high": high,
         "mean_turns_to_win": statistics.fmean(win_turns) if win_turns else None,
-        "mean_destroyed": statistics.fmean(r.destroyed for r in results) if n else 0.0,
-        "wasted_attacks": {
-            "decoy": decoy,
-            "empty": empty,
-            "total": decoy + empty,
-            "per_game": (decoy + empty) / n if n else 0.0,
-        },
+        "mean_destroyed": statistics.fmean(destroyed) if n else 0.0,
+        "wasted_attacks": attacks,
+    }
+
+
+def summarise(
+    results: list[GameResult], *, harry: str, voldemort: str, rules: str
+) -> dict[str, Any]:
+    """The figures `horcrux simulate` prints (and `--json` emits)."""
+    summary: dict[str, Any] = {
+        "harry": harry,
+        "voldemort": voldemort,
+        "rules": rules,
+        **outcome_figures(
+            [r.winner == "harry" for r in results],
+            [r.turns for r in results],
+            [r.destroyed for r in results],
+            (sum(r.wasted_decoy for r in results), sum(r.wasted_empty for r in results)),
+            total=True,
+        ),
     }
     records = [d for r in results for d in r.decisions]
     if records:

@@ -14,7 +14,7 @@ from horcrux.evaluation.metrics import (
     percentile,
 )
 from horcrux.evaluation.runner import BASELINE, HARRY_ARCHITECTURES, GameRecord
-from horcrux.sim import wilson
+from horcrux.sim import outcome_figures
 
 OUTPUT_TOKENS_PER_CALL = 40
 """Modelled output tokens of one LLM decision (one `make_move` tool call)."""
@@ -49,23 +49,12 @@ def row(
 ) -> dict[str, Any]:
     """One architecture against one adversary."""
     n = len(records)
-    wins = sum(r.win for r in records)
-    low, high = wilson(wins, n)
-    win_turns = [r.turns for r in records if r.win]
-    out: dict[str, Any] = {
-        "games": n,
-        "wins": wins,
-        "win_rate": wins / n if n else 0.0,
-        "ci_low": low,
-        "ci_high": high,
-        "mean_turns_to_win": statistics.fmean(win_turns) if win_turns else None,
-        "mean_destroyed": statistics.fmean(r.destroyed for r in records) if n else 0.0,
-        "wasted_attacks": {
-            "decoy": sum(r.wasted_decoy for r in records),
-            "empty": sum(r.wasted_empty for r in records),
-            "per_game": sum(r.wasted_decoy + r.wasted_empty for r in records) / n if n else 0.0,
-        },
-    }
+    out: dict[str, Any] = outcome_figures(
+        [r.win for r in records],
+        [r.turns for r in records],
+        [r.destroyed for r in records],
+        (sum(r.wasted_decoy for r in records), sum(r.wasted_empty for r in records)),
+    )
     if baseline is not None and len(baseline) == n and n:
         by_seed = {r.seed: r.win for r in baseline}
         paired = [(r.win, by_seed[r.seed]) for r in records if r.seed in by_seed]
