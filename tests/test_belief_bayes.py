@@ -344,9 +344,9 @@ def test_forgotten_turns_build_per_model_priors_and_survive_a_snapshot() -> None
     positive = Observation(location="hogwarts", kind="search", outcome="positive")
     record = HarryRecord(turn=30, action=Search(location="hogwarts"), observations=(positive,))
     charges, decoys = forgotten_budgets(MODES["mixture"], CLASSIC, 3, 29)
-    explicit = BayesBelief(CLASSIC, charge_prior=charges, decoy_prior=decoys)
-    forgot = BayesBelief(CLASSIC, forgotten=29)
-    start = BayesBelief(CLASSIC)
+    explicit = BayesBelief(CLASSIC, "mixture", charge_prior=charges, decoy_prior=decoys)
+    forgot = BayesBelief(CLASSIC, "mixture", forgotten=29)
+    start = BayesBelief(CLASSIC, "mixture")
     for belief in (explicit, forgot, start):
         belief.update(record)
     assert (explicit.marginals() == forgot.marginals()).all()
@@ -392,7 +392,7 @@ def test_a_trusting_rebuild_survives_a_snapshot_and_differs_from_the_forecast() 
     again = BayesBelief.restore(CLASSIC, hedged.snapshot())
     assert (again.marginals() == hedged.marginals()).all()
     with pytest.raises(ValueError, match="for each of the 3 models"):
-        BayesBelief(CLASSIC, charge_prior=((1.0,) * 4,) * 2)
+        BayesBelief(CLASSIC, "mixture", charge_prior=((1.0,) * 4,) * 2)
     with pytest.raises(ValueError, match="positive sum"):
         BayesBelief(CLASSIC, decoy_prior=(0.0,) * 4)
 

@@ -19,7 +19,7 @@ from horcrux.agents.planner import (
     plan,
     tie_order,
 )
-from horcrux.belief.bayes import MODES, BayesBelief, forgotten_budgets
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief, forgotten_budgets
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
@@ -374,4 +374,17 @@ def test_robust_planner_survives_a_random_voldemort_the_mixture_cannot_read() ->
         return sum(play_game(CLASSIC, s, spec, "random").winner == "harry" for s in range(150))
 
     # seeds 0-149: the mixture wins 54, the robust planner 84 (2000 games: 33.6% vs 53.2%)
-    assert wins("planner:robust") >= wins("planner") + 15
+    assert wins("planner:robust") >= wins("planner:mixture") + 15
+
+
+def test_learned_models_play_with_the_thresholds_they_were_measured_with() -> None:
+    learned = (
+        AdversaryModel("trigger", "trigger", trigger=1.0, plant=0.4, prior=0.7),
+        AdversaryModel("static", "static", plant=0.2, prior=0.3),
+    )
+    brain = PlannerHarry(CLASSIC, "robust")  # a mode with its own, lower thresholds
+    assert brain.params.thresholds == (0.80, 0.60, 0.45, 0.35)
+    brain.adopt_models(learned)
+    assert brain.belief.models == learned and brain.params == PlannerParams()
+    again = PlannerHarry.restore(CLASSIC, brain.snapshot())  # a later turn's Lambda
+    assert again.belief.models == learned and again.params == PlannerParams()

@@ -37,7 +37,7 @@ from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.gated import GatedHarry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.agents.planner import PlannerHarry
-from horcrux.belief.bayes import DEFAULT_MODE, AdversaryModel, BayesBelief
+from horcrux.belief.bayes import DEFAULT_MODE, AdversaryModel
 from horcrux.errors import GameOver, HorcruxError, IllegalAction, NotYourTurn, UnknownBrain
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Pass, Seat
 from horcrux.rules import PRESETS
@@ -661,7 +661,7 @@ class GameService:
             log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
             return
         if models:
-            planner.belief = BayesBelief(planner.rules, models=models)
+            planner.adopt_models(models)
         if isinstance(brain, GatedHarry) and body.get("line"):
             brain.memory.memory_line = str(body["line"])
         self.memory_counts["applied"] += 1

@@ -1,6 +1,6 @@
 """Zero-token planner brains on Layer 2 belief maps.
 
-* `planner` (`planner:trigger|hazard|static|mixture`): the exact Bayes map
+* `planner` (`planner:trigger|hazard|static|mixture|robust`): the exact Bayes map
   (`horcrux.belief.bayes`, default `mixture` = model averaging) and BELIEF.md section 4:
   attack the most likely location when its occupancy reaches the threshold for the spare
   attacks left (or when no more turns than Horcruxes remain), else take the action with
@@ -39,6 +39,7 @@ from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
 from horcrux.belief.bayes import (
     DEFAULT_MODE,
     MODES,
+    AdversaryModel,
     BayesBelief,
     FloatArray,
 )
@@ -140,6 +141,13 @@ class PlannerHarry:
         for record in view.history:
             if record.turn > self.belief.turn:
                 self.belief.update(record)
+
+    def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None:
+        """Play on adversary models that cross-game memory learned (docs/ECHO.md): a fresh
+        map over them, with the default thresholds they were measured with (a mode's own
+        thresholds, such as `robust`'s, go with that mode's models)."""
+        self.belief = BayesBelief(self.rules, self.mode, models=models)
+        self.params = PlannerParams()
 
     def choose(self, view: HarryView) -> Choice:
         """The decision on the current belief (no side effects)."""

@@ -113,6 +113,8 @@ MODES: dict[str, tuple[AdversaryModel, ...]] = {
     ),
 }
 DEFAULT_MODE = "mixture"
+"""The planner's default. `robust` wins more against every Voldemort measured, but its
+probing attacks are what the evaluation counts as failures (docs/MEMORY.md)."""
 
 
 # ---------------------------------------------------------------- precomputed tables

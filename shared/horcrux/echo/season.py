@@ -15,7 +15,6 @@ from typing import Any
 from horcrux import engine, rng
 from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.planner import PlannerHarry
-from horcrux.belief.bayes import BayesBelief
 from horcrux.compaction import summarise_game
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.core import consolidate
@@ -35,8 +34,9 @@ def play(
 ) -> tuple[GameSummary, list[GameStarted | HarryMoved | VoldemortMoved]]:
     """One game of the planner (with the memory's adversary models, if any) -> summary."""
     models = adversary_models(memory)
-    belief = BayesBelief(rules, models=models) if models else None
-    harry = PlannerHarry(rules, belief=belief)
+    harry = PlannerHarry(rules)
+    if models:
+        harry.adopt_models(models)
     vold = VOLDEMORT_BRAINS.create(voldemort, rules)
     state, started = engine.new_game(rules, seed)
     events: list[GameStarted | HarryMoved | VoldemortMoved] = [started]
