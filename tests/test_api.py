@@ -494,3 +494,26 @@ def test_a_robust_planner_seat_plays_over_the_api_as_it_plays_in_process(
         body={"seats": {"harry": {"kind": "ai", "brain": "planner:bold"}, "voldemort": HUMAN}},
     )
     assert bad.status == 422 and "unknown planner mode 'bold'" in bad.body["message"]
+    # a memory window's rebuild prior: a name or a trust in [0, 1], and nothing else
+    before = api.call("GET", "/games").body
+    for brain, message in (
+        ("planner-window:8:1.5", "trust must be in [0, 1], got '1.5'"),
+        ("planner-window:8:hopeful", "got 'hopeful'"),
+    ):
+        bad = api.call(
+            "POST",
+            "/games",
+            body={"seats": {"harry": {"kind": "ai", "brain": brain}, "voldemort": HUMAN}},
+        )
+        assert bad.status == 422 and message in bad.body["message"], bad.body
+        assert "(seat harry)" in bad.body["message"]
+    assert api.call("GET", "/games").body == before  # nothing half-created
+    good = api.call(
+        "POST",
+        "/games",
+        body={
+            "seats": {"harry": {"kind": "ai", "brain": "planner-window:8:0.8"}, "voldemort": HUMAN}
+        },
+    )
+    assert good.status == 201, good.body
+    assert good.body["game"]["seats"]["harry"]["brain"] == "planner-window:8:0.8"
