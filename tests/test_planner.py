@@ -315,6 +315,21 @@ def test_window_covering_the_whole_game_is_the_full_planner() -> None:
     assert not np.allclose(short.belief.marginals(), full.belief.marginals(), atol=1e-3)
 
 
+def test_window_plays_the_full_planners_params_unless_given_others() -> None:
+    assert WindowPlannerHarry(CLASSIC, 8).params == PlannerParams()
+    responds = PlannerParams(info_target="responds")
+    brain = WindowPlannerHarry(CLASSIC, 8, params=responds)
+    assert brain.params is responds
+    # the rebuilt belief is the same; only the search rule's target differs
+    history = _searches([("hogwarts", "positive"), ("azkaban", "negative")] * 6)
+    view = _view(CLASSIC, turn=13).model_copy(update={"history": history})
+    default = WindowPlannerHarry(CLASSIC, 8)
+    brain.sync(view)
+    default.sync(view)
+    assert np.array_equal(brain.belief.marginals(), default.belief.marginals())
+    assert brain.choose(view) == plan(brain.belief, view, responds)
+
+
 def test_window_positive_sticks_more_once_charges_may_be_spent() -> None:
     # the same remembered positive, at the start (Voldemort surely holds R charges: the
     # trigger model moves it) and after forgotten turns (charges uncertain): the second

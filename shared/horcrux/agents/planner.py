@@ -321,6 +321,9 @@ class WindowPlannerHarry(PlannerHarry):
     * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
       game's first (all charges left, no decoy planted).
 
+    `params` are the full planner's by default (`PlannerParams()`); other values serve
+    experiments such as `benchmarks/window_sensitivity.py`.
+
     Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
     follows the public evidence of the whole game, which he forgot. The predictive step
     runs after every remembered turn, as in the full filter. Equal locations are broken
@@ -334,11 +337,12 @@ class WindowPlannerHarry(PlannerHarry):
         window: int,
         mode: str = "trigger",
         prior: str | float = "reference",
+        params: PlannerParams | None = None,
     ) -> None:
         self.trust = rebuild_trust(prior)
         if window < 1:
             raise ValueError(f"a memory window holds at least 1 observation, got {window}")
-        super().__init__(rules, mode)
+        super().__init__(rules, mode, params)
         self.window = window
         self.prior = prior if isinstance(prior, str) else f"{prior:g}"
         suffix = "" if self.prior == "reference" else f":{self.prior}"
