@@ -32,7 +32,7 @@ def measured(games: int) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
             used[state.turn][CLASSIC.decoys - state.decoys_left] += 1
 
     for seed in range(games):
-        play_game(CLASSIC, seed, "planner:trigger", "reference", on_step=step)
+        play_game(CLASSIC, seed, "planner-window:full", "reference", on_step=step)
     return left, used
 
 
@@ -44,7 +44,7 @@ def _fmt(weights: list[float] | tuple[float, ...]) -> str:
 def main() -> None:
     games = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     left, used = measured(games)
-    print(f"planner:trigger vs reference, classic, {games} games; columns 0..3")
+    print(f"planner-window:full vs reference, classic, {games} games; columns 0..3")
     print(
         f"{'turn':>4}  {'charges left: forecast':<24}{'measured':<22}"
         f"{'decoys used: forecast':<24}measured"

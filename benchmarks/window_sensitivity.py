@@ -3,8 +3,9 @@
 GAME.md's memory ablation (the same Bayes Harry recalling only his last W events: 25.8% /
 51.6% / 67.4% at W = 8 / 16 / 32, 81.5% with full memory) does not say how its Harry
 scored a search, nor what his rebuild assumed about the turns he forgot. This plays, on
-the same seeds against the reference Voldemort (classic preset), the trigger planner
-with full memory and with each window under:
+the same seeds against the reference Voldemort (classic preset), the memory-window brain
+(the trigger filter, BELIEF.md section 4's rule as written) with full memory and with
+each window under:
 
 * `horcrux` target, `reference` prior: the shipped `planner-window:W` (the expected
   information about where the *Horcruxes* are: a decoy's response is noise);
@@ -23,9 +24,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 
 from horcrux.agents import HARRY_BRAINS, BrainOptions, HarryBrain
-from horcrux.agents.planner import PlannerHarry, PlannerParams, WindowPlannerHarry
+from horcrux.agents.planner import REFERENCE_RULE, WindowPlannerHarry
 from horcrux.rules import CLASSIC
 from horcrux.sim import run_games
 
@@ -37,10 +39,8 @@ REFERENCE = {0: 81.5, 8: 25.8, 16: 51.6, 32: 67.4}  # GAME.md, reference Voldemo
 @HARRY_BRAINS.register("window-variant", description="benchmark only", seat_allowed=False)
 def _variant(options: BrainOptions) -> HarryBrain:
     window, target, prior = (options.param or "0/horcrux/reference").split("/")
-    params = PlannerParams(info_target=target)
-    if int(window) == 0:
-        return PlannerHarry(options.rules, "trigger", params)
-    return WindowPlannerHarry(options.rules, int(window), "trigger", prior, params)
+    params = replace(REFERENCE_RULE, info_target=target)
+    return WindowPlannerHarry(options.rules, int(window) or None, "trigger", prior, params)
 
 
 def win_rate(spec: str, games: int, workers: int) -> float:

@@ -294,8 +294,9 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
     from horcrux.evaluation.plots import window_curve
 
     rows = {
-        "planner": {"win_rate": 0.82},
-        "planner:trigger": {"win_rate": 0.84},
+        "planner": {"win_rate": 0.85},
+        "planner:trigger": {"win_rate": 0.87},
+        "planner-window:full": {"win_rate": 0.84},
         "planner-window:32": {"win_rate": 0.67},
         "planner-window:8": {"win_rate": 0.3},
         "planner-window:8:uniform": {"win_rate": 0.1},  # a variant, not the curve
@@ -306,8 +307,9 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
         (32, 0.67),
         (50, 0.84),
     ]
-    del rows["planner:trigger"]
-    assert window_curve(rows)[-1] == (50, {"win_rate": 0.82})
+    # another decision rule is not the windows' full-memory point
+    del rows["planner-window:full"]
+    assert [w for w, _ in window_curve(rows)] == [8, 32]
 
 
 def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
@@ -332,3 +334,23 @@ def test_outcome_figures_count_wins_turns_and_wasted_attacks() -> None:
     empty = outcome_figures([], [], [], (0, 0))
     assert (empty["win_rate"], empty["mean_turns_to_win"], empty["mean_destroyed"]) == (0, None, 0)
     assert "total" not in empty["wasted_attacks"]
+
+
+def test_reference_check_reproduces_some_figures_and_beats_the_bayes_harry() -> None:
+    rows = {
+        "naive": {"win_rate": 0.276},  # within 3 points of 25.8%
+        "planner-window:32": {"win_rate": 0.711},  # 3.7 points above 67.4%
+        "planner-window:full": {"win_rate": 0.842},  # the reference's Bayes Harry, 81.5%
+        "planner": {"win_rate": 0.853},  # to beat 81.5%, not to match it
+        "gated": {"win_rate": 0.85},  # no reference figure: not checked
+    }
+    check = {c["harry"]: c for c in report_mod.reference_check(rows)}
+    assert set(check) == {"naive", "planner-window:32", "planner-window:full", "planner"}
+    assert [check[h]["met"] for h in ("naive", "planner-window:32", "planner-window:full")] == [
+        True,
+        False,
+        True,
+    ]
+    assert (check["planner"]["goal"], check["planner"]["met"]) == ("beat", True)
+    assert check["naive"]["goal"] == "reproduce"
+    assert report_mod.reference_check({"planner": {"win_rate": 0.80}})[0]["met"] is False

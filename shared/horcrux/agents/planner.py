@@ -3,12 +3,14 @@
 * `planner` (`planner:trigger|hazard|static|mixture|robust`): the exact Bayes map
   (`horcrux.belief.bayes`, default `mixture` = model averaging) and BELIEF.md section 4:
   attack the most likely location when its occupancy reaches the threshold for the spare
-  attacks left (or when no more turns than Horcruxes remain), else take the action with
+  attacks left, when no more turns than Horcruxes remain, or (the endgame) when the
+  attacks left cover every turn left; else take the action with
   the most expected information this turn: Harry's search, Hermione's sharper search,
   Ron's two searches or Dumbledore's exact reveal (allies as `view.allies` allows).
-* `planner-window:W`: the same Harry rebuilding his belief each turn from only his last
-  W observations (the memory ablation of BELIEF.md section 6; the rebuild's prior is
-  explained on `WindowPlannerHarry`).
+* `planner-window:W`: the trigger planner with BELIEF.md section 4's rule as written
+  (no endgame) rebuilding his belief each turn from only his last W observations (the
+  memory ablation of BELIEF.md section 6; the rebuild's prior is explained on
+  `WindowPlannerHarry`); `planner-window:full` is the same Harry remembering everything.
 
 Among equally good locations every planner takes the first in a per-turn shuffled order
 (`tie_order`), not board order: see `tie_order` and `WindowPlannerHarry`.
@@ -59,6 +61,11 @@ class PlannerParams:
     spare attacks (attacks left - Horcruxes left), the last entry for s or more.
     `dumbledore_min`: consult Dumbledore only about a location at least this likely.
     `dumbledore_weight`: his reveal's information is multiplied by this (he helps twice).
+    `endgame`: attack the likeliest location whenever the attacks left cover every turn
+    left. An attack reveals its location exactly (a perfect search) and destroys what it
+    finds; its one cost is an attack, and once attacks can no longer run out before the
+    turns do, that cost is nil: an unused attack is worth nothing at the end. BELIEF.md
+    section 4's rule (thresholds only) is `endgame=False`.
     """
 
     thresholds: tuple[float, ...] = (0.90, 0.75, 0.60, 0.50)
@@ -66,6 +73,7 @@ class PlannerParams:
     dumbledore_weight: float = 1.0
     info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (BELIEF.md I_j)
     ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
+    endgame: bool = True
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -195,6 +203,8 @@ class PlannerHarry:
             dumbledore_weight=head["params"]["dumbledore_weight"],
             info_target=head["params"]["info_target"],
             ties=head["params"].get("ties", "shuffle"),
+            # a brain saved before the endgame rule existed keeps playing without it
+            endgame=head["params"].get("endgame", False),
         )
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
@@ -215,7 +225,9 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     best = _argmax(m, ties)
     spare = view.attacks_left - k
     if view.attacks_left > 0 and (
-        view.turns_left <= k or float(m[best]) >= params.threshold(spare)
+        view.turns_left <= k
+        or float(m[best]) >= params.threshold(spare)
+        or (params.endgame and view.turns_left <= view.attacks_left)
     ):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
 
@@ -260,6 +272,11 @@ probing a likely location by attacking it is cheaper than waiting for certainty 
 never comes (docs/MEMORY.md has the sweep)."""
 
 
+REFERENCE_RULE = PlannerParams(endgame=False)
+"""BELIEF.md section 4's decision rule as written (thresholds, no endgame): the rule of
+GAME.md's reference Bayes Harry, which the memory-window ablation reproduces."""
+
+
 REFERENCE_TRUST = 2.0 / 3.0
 """The default rebuild's trust in the forecast of the forgotten turns: two parts forecast
 to one part ignorance. GAME.md does not say what its reference ablation assumed there;
@@ -296,14 +313,16 @@ def rebuild_trust(prior: str | float) -> float | None:
 class WindowPlannerHarry(PlannerHarry):
     """The planner, but rebuilding its belief each turn from its last W observations only.
 
-    Same reasoning, different memory (BELIEF.md section 6): the filter, predictive step
-    and decision rule (thresholds included) of the full planner, by default with the
-    trigger model (`planner:trigger`, the "exact Bayes filter with a relocation model"
-    whose windows GAME.md's reference ablation measures; it is also three times cheaper
-    to rebuild than the mixture); only the record the belief is rebuilt from is cut to
-    the last W observations ("events": one per search or attack, Ron's use counting
-    two; in the classic preset, turns). While the whole game fits in the window the
-    belief is folded in turn by turn, exactly the full planner's.
+    Same reasoning, different memory (BELIEF.md section 6): the Harry of GAME.md's
+    reference ablation, "the exact Bayes filter with a relocation model,
+    information-gain searches, attack thresholds": by default the trigger model (it is
+    also three times cheaper to rebuild than the mixture) and BELIEF.md section 4's
+    decision rule as written (`REFERENCE_RULE`: thresholds, no endgame); only the
+    record the belief is rebuilt from is cut to the last W observations ("events": one
+    per search or attack, Ron's use counting two; in the classic preset, turns). While
+    the whole game fits in the window the belief is folded in turn by turn, exactly the
+    full planner's; `window=None` (`planner-window:full`) never forgets, the ablation's
+    full-memory point.
 
     The rebuild starts at the first turn t0 he remembers. Where the Horcruxes are: uniform
     over the sets of k0 = Horcruxes left + those destroyed inside the window (he forgot
@@ -321,8 +340,8 @@ class WindowPlannerHarry(PlannerHarry):
     * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
       game's first (all charges left, no decoy planted).
 
-    `params` are the full planner's by default (`PlannerParams()`); other values serve
-    experiments such as `benchmarks/window_sensitivity.py`.
+    `params` default to `REFERENCE_RULE`; other values serve experiments such as
+    `benchmarks/window_sensitivity.py`.
 
     Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
     follows the public evidence of the whole game, which he forgot. The predictive step
@@ -334,19 +353,19 @@ class WindowPlannerHarry(PlannerHarry):
     def __init__(
         self,
         rules: RuleSet,
-        window: int,
+        window: int | None,
         mode: str = "trigger",
         prior: str | float = "reference",
         params: PlannerParams | None = None,
     ) -> None:
         self.trust = rebuild_trust(prior)
-        if window < 1:
+        if window is not None and window < 1:
             raise ValueError(f"a memory window holds at least 1 observation, got {window}")
-        super().__init__(rules, mode, params)
+        super().__init__(rules, mode, params or REFERENCE_RULE)
         self.window = window
         self.prior = prior if isinstance(prior, str) else f"{prior:g}"
         suffix = "" if self.prior == "reference" else f":{self.prior}"
-        self.name = f"planner-window:{window}{suffix}"
+        self.name = f"planner-window:{'full' if window is None else window}{suffix}"
 
     def rebuild_prior(self, first_turn: int, horcruxes: int) -> dict[str, Any]:
         """The keyword arguments of the rebuild's `BayesBelief` (see the class doc)."""
@@ -357,8 +376,8 @@ class WindowPlannerHarry(PlannerHarry):
 
     def sync(self, view: HarryView) -> None:
         flat = [(r.turn, obs) for r in view.history for obs in r.observations]
-        if len(flat) <= self.window:  # he still remembers everything: the full planner's
-            super().sync(view)  # belief, folded in turn by turn rather than rebuilt
+        if self.window is None or len(flat) <= self.window:  # he remembers everything:
+            super().sync(view)  # the full planner's belief, folded in turn by turn
             return
         recent = flat[-self.window :]
         destroyed = sum(1 for _, obs in recent if obs.outcome == "destroyed")
@@ -435,8 +454,8 @@ def _planner(options: BrainOptions) -> PlannerHarry:
 @HARRY_BRAINS.register(
     "planner-window",
     description=(
-        "the trigger planner recalling only its last W observations "
-        "(:W[:reference|forecast|hedged|uniform|fresh|TRUST])"
+        "the reference ablation's trigger planner recalling only its last W observations "
+        "(:W|full[:reference|forecast|hedged|uniform|fresh|TRUST])"
     ),
 )
 def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
@@ -447,6 +466,10 @@ def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
         rebuild_trust(prior)
     except ValueError as exc:
         raise UnknownBrain(f"planner-window: {exc}") from None
+    if window == "full":
+        return WindowPlannerHarry(options.rules, None, prior=prior)
+    if window and not window.lstrip("+-").isdigit():
+        raise UnknownBrain(f"planner-window's memory is a whole number or 'full', got {window!r}")
     return WindowPlannerHarry(
         options.rules, int_param(sized, 16, "planner-window's memory"), prior=prior
     )
@@ -462,6 +485,7 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 __all__ = [
     "MODE_PARAMS",
     "REBUILD_PRIORS",
+    "REFERENCE_RULE",
     "REFERENCE_TRUST",
     "Choice",
     "PlannerHarry",

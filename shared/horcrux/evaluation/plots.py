@@ -129,16 +129,15 @@ def win_rates(report: dict[str, Any], out: Path) -> str:
 
 
 def window_curve(rows: dict[str, Any], full_at: int = 50) -> list[tuple[int, Any]]:
-    """(W, row) for each default `planner-window:W` row, plus the same filter with full
-    memory (`planner:trigger`, else `planner`) at W = `full_at`; sorted by W."""
+    """(W, row) for each default `planner-window:W` row, plus the same brain with full
+    memory (`planner-window:full`) at W = `full_at`; sorted by W."""
     points = []
     for h, r in rows.items():
         m = re.fullmatch(r"planner-window:(\d+)", h)
         if m:
             points.append((int(m.group(1)), r))
-    full = WINDOW_FULL_MEMORY if WINDOW_FULL_MEMORY in rows else "planner"
-    if full in rows:
-        points.append((full_at, rows[full]))
+    if WINDOW_FULL_MEMORY in rows:
+        points.append((full_at, rows[WINDOW_FULL_MEMORY]))
     return sorted(points, key=lambda p: p[0])
 
 
@@ -162,8 +161,12 @@ def memory_window(report: dict[str, Any], out: Path) -> str | None:
         plt.close(fig)
         return None
     if report["meta"].get("rules") == "classic":
-        ref = [(int(h.rsplit(":", 1)[1]), v) for h, v in REFERENCE_FIGURES.items() if ":" in h]
-        ref.append((50, REFERENCE_FIGURES["planner"]))
+        ref = [
+            (int(h.rsplit(":", 1)[1]), v)
+            for h, v in REFERENCE_FIGURES.items()
+            if re.fullmatch(r"planner-window:\d+", h)
+        ]
+        ref.append((50, REFERENCE_FIGURES[WINDOW_FULL_MEMORY]))
         ax.plot(
             [w for w, _ in ref],
             [100 * v for _, v in ref],

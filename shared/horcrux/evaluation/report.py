@@ -21,13 +21,18 @@ OUTPUT_TOKENS_PER_CALL = 40
 REFERENCE_FIGURES: dict[str, float] = {
     "naive": 0.258,
     "seed-heuristic": 0.002,
-    "planner": 0.815,
     "planner-window:8": 0.258,
     "planner-window:16": 0.516,
     "planner-window:32": 0.674,
+    "planner-window:full": 0.815,
     "oracle": 1.0,
 }
-"""GAME.md's reference figures (classic preset, reference Voldemort, 2000 games)."""
+"""GAME.md's reference figures (classic preset, reference Voldemort, 2000 games), each to
+be reproduced within `TOLERANCE`: its exact Bayes Harry (81.5%) is `planner-window:full`,
+the trigger filter with BELIEF.md section 4's rule as written."""
+FIGURES_TO_BEAT: dict[str, float] = {"planner": 0.815}
+"""Reference figures the project's own brain should reach or beat: the default planner
+against GAME.md's exact Bayes Harry."""
 TOLERANCE = 0.03
 REPORT_KEYS = ("meta", "results", "reference_check", "contexts_by_turn", "entropy_race", "llm")
 
@@ -199,6 +204,21 @@ def contexts_by_turn(
     }
 
 
+def reference_check(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each GAME.md figure beside its measured row (classic, against the reference): the
+    `REFERENCE_FIGURES` reproduced within `TOLERANCE`, the `FIGURES_TO_BEAT` reached."""
+    goals = [(h, ref, "reproduce") for h, ref in REFERENCE_FIGURES.items()]
+    goals += [(h, ref, "beat") for h, ref in FIGURES_TO_BEAT.items()]
+    check = []
+    for h, ref, goal in goals:
+        got = rows.get(h)
+        if got is not None:
+            rate = got["win_rate"]
+            met = abs(rate - ref) <= TOLERANCE if goal == "reproduce" else rate >= ref
+            check.append({"harry": h, "reference": ref, "measured": rate, "goal": goal, "met": met})
+    return check
+
+
 def build_report(
     records: Sequence[GameRecord],
     *,
@@ -238,17 +258,7 @@ def build_report(
             contexts[v] = contexts_by_turn(gated, model=model, system_tokens=system_tokens)
     check = []
     if rules == "classic" and "reference" in results:
-        for h, ref in REFERENCE_FIGURES.items():
-            got = results["reference"].get(h)
-            if got is not None:
-                check.append(
-                    {
-                        "harry": h,
-                        "reference": ref,
-                        "measured": got["win_rate"],
-                        "within": abs(got["win_rate"] - ref) <= TOLERANCE,
-                    }
-                )
+        check = reference_check(results["reference"])
     llm: dict[str, Any]
     if llm_records is None:
         llm = {
@@ -432,13 +442,14 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
         lines += [
             "## The reference figures of GAME.md (classic, reference Voldemort)",
             "",
-            "| Harry | reference | measured | within 3 points |",
-            "|---|---|---|---|",
+            "| Harry | reference | measured | goal | met |",
+            "|---|---|---|---|---|",
         ]
+        goal_text = {"reproduce": f"within {TOLERANCE * 100:g} points", "beat": "at least"}
         for c in report["reference_check"]:
             lines.append(
                 f"| `{c['harry']}` | {_pct(c['reference'])} | {_pct(c['measured'])} | "
-                f"{'yes' if c['within'] else '**no**'} |"
+                f"{goal_text[c['goal']]} | {'yes' if c['met'] else '**no**'} |"
             )
         if any(c["harry"].startswith("planner-window") for c in report["reference_check"]):
             lines += [
@@ -446,7 +457,11 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
                 "The `planner-window:W` rows depend on what the rebuild assumes about the "
                 "turns it forgot (its `prior`: by default a trust of 2/3 in its forecast, "
                 "the one number fitted to the W = 8 reference row); docs/MEMORY.md "
-                "measures every prior.",
+                "measures every prior. They and `planner-window:full` play GAME.md's "
+                "exact Bayes Harry: the trigger filter and BELIEF.md section 4's rule as "
+                "written. `planner` adds the endgame (attack the likeliest location once "
+                "the attacks left cover every turn left) and averages three adversary "
+                "models.",
             ]
         lines.append("")
     llm = report["llm"]
@@ -502,10 +517,12 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
 
 
 __all__ = [
+    "FIGURES_TO_BEAT",
     "REFERENCE_FIGURES",
     "REPORT_KEYS",
     "build_report",
     "entropy_race",
+    "reference_check",
     "render_markdown",
     "row",
 ]

@@ -37,20 +37,22 @@ HARRY_ARCHITECTURES = (
     "planner-window:8",
     "planner-window:16",
     "planner-window:32",
+    "planner-window:full",
     "gated",
     "oracle",
 )
 VOLDEMORT_ADVERSARIES = ("reference", "shadow")
 BASELINE = "planner"
-WINDOW_FULL_MEMORY = "planner:trigger"
-"""The memory-window brains' own filter with the whole game remembered (the ablation's
-W = full point): `planner-window:W` runs the trigger model, as GAME.md's reference
-ablation does."""
+WINDOW_FULL_MEMORY = "planner-window:full"
+"""The memory-window brain remembering the whole game (the ablation's full-memory point):
+the same trigger filter and the same decision rule as `planner-window:W`, GAME.md's
+reference Bayes Harry."""
 CONTEXT_SAMPLE_GAMES = 30
 """Games of `gated` per adversary whose every turn also renders the compressed, full and
 narrative contexts (the tokens-by-turn comparison)."""
 
 _COST_ORDER = {"planner-window:32": 0, "planner-window:16": 1, "planner-window:8": 2}
+"""The slowest rows first, so that no worker is left with a long tail."""
 
 
 @dataclass
