@@ -108,6 +108,31 @@ def test_zero_tier_plays_the_planners_move_and_explores_at_epsilon() -> None:
     assert 0.03 < explored / zero < 0.2  # epsilon = 0.10
 
 
+def test_a_move_the_planners_rule_forces_costs_no_tokens(fake: FakeAnthropic) -> None:
+    fake.responder = schema_responder(3)
+    client = anthropic.Anthropic(api_key="test", base_url=fake.url)
+    settings = {"client": client, "config": PRICED, "deadline_s": 5.0, "gate": {"epsilon": 1}}
+    brain = HARRY_BRAINS.create("gated", CLASSIC, settings=settings)
+    assert isinstance(brain, GatedHarry) and brain.llm is not None
+    # turn 46 of 50 with all 7 attacks and nothing known: the map is as unsure as it
+    # gets (an upper tier), but the endgame attacks whatever it says
+    state, _ = engine.new_game(CLASSIC, 0)
+    view = harry_view(state).model_copy(update={"turn": 46})
+    assert view.turns_left == 5 <= view.attacks_left
+    move = brain.decide(view, rng.stream(0, "harry", 46))
+    assert move.type == "attack"
+    record = brain.decisions[-1]
+    assert (record.tier, record.source, record.tokens_in) == ("zero", "planner", 0)
+    assert fake.requests == []  # no LLM call, and epsilon = 1 explored nothing
+    # a pinned tier wins over the rule: the LLM is asked
+    pinned = HARRY_BRAINS.create(
+        "gated", CLASSIC, settings={**settings, "gate": {"force": "compressed"}}
+    )
+    assert isinstance(pinned, GatedHarry)
+    pinned.decide(view, rng.stream(0, "harry", 46))
+    assert len(fake.requests) == 1 and pinned.decisions[-1].tier == "compressed"
+
+
 def test_with_a_key_the_upper_tiers_call_the_llm_with_the_tiers_context(
     fake: FakeAnthropic,
 ) -> None:

@@ -1,8 +1,11 @@
 """The article's design: an entropy gate in front of a zero-token planner and an LLM.
 
 Every decision starts in Layer 2: the planner folds Harry's new observations into its
-exact Bayes map. The gate (`horcrux.memory.gate`) then measures how unsure that map is and
-picks the memory tier the decision deserves:
+exact Bayes map. A move the planner's rule forces whatever the map says (no more turns
+than Horcruxes left, or the endgame: the attacks left cover every turn left) is a zero-tier
+decision at once, unless a tier is pinned (`force`). Otherwise the gate
+(`horcrux.memory.gate`) measures how unsure that map is and picks the memory tier the
+decision deserves:
 
 - `zero`: the planner decides, no token spent (with probability epsilon the gate
   explores instead: a search of a location other than the most likely one);
@@ -26,7 +29,7 @@ from typing import Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
 from horcrux.agents.llm import Deadline, LLMHarry
-from horcrux.agents.planner import PlannerHarry
+from horcrux.agents.planner import PlannerHarry, forced_attack
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.context import render_tier
 from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target
@@ -89,6 +92,11 @@ class GatedHarry:
     ) -> HarryMove:
         start = time.perf_counter()
         self.planner.sync(view)
+        if self.gate.config.force is None and forced_attack(view, self.planner.params):
+            # the planner's rule decides whatever the map says: no context could change
+            # the move, so it deserves no tokens (and no exploration)
+            self._record(view.turn, "zero", "planner", start)
+            return self.planner.choose(view).move
         belief = self.planner.belief
         occupancy = belief.occupancy()
         route = self.gate.route(occupancy, belief.horcruxes_left, rng)

@@ -211,6 +211,16 @@ class PlannerHarry:
         return brain
 
 
+def forced_attack(view: HarryView, params: PlannerParams) -> bool:
+    """Whether the rule attacks whatever the map says: no more turns than Horcruxes left,
+    or (the endgame) the attacks left cover every turn left."""
+    if view.attacks_left <= 0:
+        return False
+    return view.turns_left <= view.horcruxes_left or (
+        params.endgame and view.turns_left <= view.attacks_left
+    )
+
+
 def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     """BELIEF.md section 4 on a Bayes map: threshold attack, else most informative action."""
     rules = view.rules
@@ -224,10 +234,8 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     )
     best = _argmax(m, ties)
     spare = view.attacks_left - k
-    if view.attacks_left > 0 and (
-        view.turns_left <= k
-        or float(m[best]) >= params.threshold(spare)
-        or (params.endgame and view.turns_left <= view.attacks_left)
+    if forced_attack(view, params) or (
+        view.attacks_left > 0 and float(m[best]) >= params.threshold(spare)
     ):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
 
@@ -492,6 +500,7 @@ __all__ = [
     "PlannerParams",
     "SeedHeuristicHarry",
     "WindowPlannerHarry",
+    "forced_attack",
     "plan",
     "rebuild_trust",
 ]
