@@ -28,16 +28,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.agents.gated import GatedHarry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
-from horcrux.agents.planner import PlannerHarry
-from horcrux.belief.bayes import DEFAULT_MODE, AdversaryModel
 from horcrux.errors import GameOver, HorcruxError, IllegalAction, NotYourTurn, UnknownBrain
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Pass, Seat
 from horcrux.rules import PRESETS
@@ -57,6 +54,9 @@ from horcrux.store.port import (
     read_log,
 )
 from horcrux.views import build_replay, harry_view, view_for, voldemort_view
+
+if TYPE_CHECKING:  # the brains bring numpy: imported where a brain is built, not at start-up
+    from horcrux.agents.planner import PlannerHarry
 
 log = logging.getLogger(__name__)
 
@@ -205,16 +205,16 @@ class _Brain:
 
 
 # ---------------------------------------------------------------- helpers
-VIEW_REBUILT_BRAINS: tuple[type, ...] = (PlannerHarry,)
-"""Brains whose whole state is a pure function of their seat's view: a fresh one synced
-to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
-(`tests/test_service.py` proves it for the planner), so their snapshot is not stored.
-Any other brain with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
-
-
 def rebuilt_from_view(brain: Any) -> bool:
-    """Whether `brain` is rebuilt from the view each turn instead of restored."""
-    return isinstance(brain, VIEW_REBUILT_BRAINS)
+    """Whether `brain` is rebuilt from the view each turn instead of restored.
+
+    The planners' whole state is a pure function of their seat's view: a fresh one synced
+    to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
+    (`tests/test_service.py` proves it), so their snapshot is not stored. Any other brain
+    with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
+    from horcrux.agents.planner import PlannerHarry
+
+    return isinstance(brain, PlannerHarry)
 
 
 ECHO_KEY = "harry.echo"
@@ -225,6 +225,10 @@ without reading the memory again (docs/ECHO.md)."""
 
 def _memory_planner(brain: Any) -> PlannerHarry | None:
     """The planner whose adversary models cross-game memory sets (default mode only)."""
+    from horcrux.agents.gated import GatedHarry
+    from horcrux.agents.planner import PlannerHarry
+    from horcrux.belief.bayes import DEFAULT_MODE
+
     planner = brain.planner if isinstance(brain, GatedHarry) else brain
     if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
         return planner if planner.mode == DEFAULT_MODE else None
@@ -654,6 +658,9 @@ class GameService:
         blob = self._memory_blob(snapshot)
         if blob is None:
             return
+        from horcrux.agents.gated import GatedHarry
+        from horcrux.belief.bayes import AdversaryModel
+
         try:
             body = json.loads(blob)
             models = tuple(AdversaryModel(**m) for m in body.get("models") or ())

@@ -1,7 +1,10 @@
-"""Seat brains. Importing this package registers every built-in brain."""
+"""Seat brains. The built-in brains register on a registry's first lookup (see `base`)."""
 
-from horcrux.agents import adversaries, gated, harry_baselines, llm, planner, voldemort
+from importlib import import_module
+from typing import Any
+
 from horcrux.agents.base import (
+    BUILTIN_MODULES,
     HARRY_BRAINS,
     VOLDEMORT_BRAINS,
     BrainOptions,
@@ -10,9 +13,21 @@ from horcrux.agents.base import (
     Registry,
     VoldemortBrain,
     VoldemortMove,
+    load_builtin_brains,
 )
 
+_SUBMODULES = frozenset(m.rsplit(".", 1)[1] for m in BUILTIN_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    """`horcrux.agents.planner` and the other brain modules, imported on first use."""
+    if name in _SUBMODULES:
+        return import_module(f"horcrux.agents.{name}")
+    raise AttributeError(f"module 'horcrux.agents' has no attribute {name!r}")
+
+
 __all__ = [
+    "BUILTIN_MODULES",
     "HARRY_BRAINS",
     "VOLDEMORT_BRAINS",
     "BrainOptions",
@@ -21,10 +36,5 @@ __all__ = [
     "Registry",
     "VoldemortBrain",
     "VoldemortMove",
-    "adversaries",
-    "gated",
-    "harry_baselines",
-    "llm",
-    "planner",
-    "voldemort",
+    "load_builtin_brains",
 ]

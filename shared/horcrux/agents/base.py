@@ -4,6 +4,10 @@ A brain is made fresh for each game by its factory and then asked `decide(view, 
 once per turn. Specs are `name` or `name:param` (`planner-window:8`). Third-party brains
 register with `HARRY_BRAINS.register(...)` or through the entry-point groups
 `horcrux.harry_brains` / `horcrux.voldemort_brains` (a factory taking `BrainOptions`).
+
+The built-in brains (`BUILTIN_MODULES`) register when a registry is first asked for a
+name, not when `horcrux.agents` is imported: the planner brings numpy and the Bayes
+tables, which a Lambda serving only reads and human moves never needs at cold start.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -47,6 +52,29 @@ class BrainOptions:
 
 B = TypeVar("B")
 
+BUILTIN_MODULES = (
+    "horcrux.agents.voldemort",
+    "horcrux.agents.harry_baselines",
+    "horcrux.agents.planner",
+    "horcrux.agents.llm",
+    "horcrux.agents.gated",
+    "horcrux.agents.adversaries",
+)
+"""The modules whose import registers the built-in brains of both seats."""
+_builtins = {"loaded": False, "loading": False}
+
+
+def load_builtin_brains() -> None:
+    """Import `BUILTIN_MODULES` once. A name registered before keeps its factory."""
+    if _builtins["loaded"]:
+        return
+    _builtins["loaded"] = _builtins["loading"] = True
+    try:
+        for module in BUILTIN_MODULES:
+            import_module(module)
+    finally:
+        _builtins["loading"] = False
+
 
 @dataclass(frozen=True)
 class BrainEntry(Generic[B]):
@@ -69,12 +97,14 @@ class Registry(Generic[B]):
         self, name: str, *, description: str = "", seat_allowed: bool = True
     ) -> Callable[[Callable[[BrainOptions], B]], Callable[[BrainOptions], B]]:
         def add(factory: Callable[[BrainOptions], B]) -> Callable[[BrainOptions], B]:
-            self._entries[name] = BrainEntry(name, factory, description, seat_allowed)
+            if not (_builtins["loading"] and name in self._entries):
+                self._entries[name] = BrainEntry(name, factory, description, seat_allowed)
             return factory
 
         return add
 
     def _load_plugins(self) -> None:
+        load_builtin_brains()
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
