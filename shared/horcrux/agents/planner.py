@@ -452,7 +452,8 @@ class SeedHeuristicHarry:
 @HARRY_BRAINS.register(
     "planner",
     description=(
-        "exact Bayes map, information-gain searches (:trigger|hazard|static|mixture|robust)"
+        "exact Bayes map, information-gain searches, threshold attacks and the endgame "
+        "(:trigger|hazard|static|mixture|robust)"
     ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:

@@ -113,8 +113,9 @@ MODES: dict[str, tuple[AdversaryModel, ...]] = {
     ),
 }
 DEFAULT_MODE = "mixture"
-"""The planner's default. `robust` wins more against every Voldemort measured, but its
-probing attacks are what the evaluation counts as failures (docs/MEMORY.md)."""
+"""The planner's default. With the planner's endgame it wins about as much as `robust`
+against every scripted Voldemort, without `robust`'s probing attacks, which the
+evaluation counts as failures (docs/MEMORY.md)."""
 
 
 # ---------------------------------------------------------------- precomputed tables
