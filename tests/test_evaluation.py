@@ -285,7 +285,7 @@ def test_evaluate_writes_markdown_json_and_png(tmp_path: Path) -> None:
     assert data["llm"]["run"] is False
     assert "not run" in data["llm"]["note"]
     md = (out / "EVALUATION.md").read_text()
-    assert "6 games per architecture" in md and "not run" in md
+    assert "6 games per architecture" in md and "## A real model plays\n\nNot run here" in md
     pngs = sorted(p.name for p in (out / "img").glob("*.png"))
     assert {"win-rates.png", "entropy-race-reference.png", "tokens-by-tier.png"} <= set(pngs)
 
@@ -316,9 +316,14 @@ def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
     # the committed report: its JSON (keys sorted) renders the committed markdown again
     root = Path(__file__).resolve().parent.parent / "docs"
     data = json.loads((root / "evaluation.json").read_text())
+    llm_path = root / "llm-evaluation.json"
+    llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
     md = (root / "EVALUATION.md").read_text()
     images = [line[2:].split("]")[0] for line in md.splitlines() if line.startswith("![")]
-    assert report_mod.render_markdown(data, images) == md
+    grid = [i for i in images if not i.startswith("llm-")]
+    mine = [i for i in images if i.startswith("llm-")]
+    rendered = report_mod.render_markdown(data, grid, llm_experiment=llm, llm_images=mine)
+    assert rendered == md
     table = [line for line in md.splitlines() if line.startswith("| `")][:3]
     assert [row.split("`")[1] for row in table] == ["naive", "seed-heuristic", "planner"]
 

@@ -196,6 +196,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from horcrux.evaluation import plots, report, runner
 
+    if args.llm:
+        return _evaluate_llm(args)
     rules = preset(args.rules)
     harrys = tuple(args.harry.split(",")) if args.harry else runner.HARRY_ARCHITECTURES
     voldemorts = (
@@ -224,7 +226,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     records = runner.run_grid(
         args.rules, harrys, voldemorts, args.games, args.seed, workers, on_result=tick
     )
-    llm_records = runner.run_llm_rows(args.rules, voldemorts[0], args.llm_games, args.seed)
     seconds = time.monotonic() - start
     data = report.build_report(
         records,
@@ -237,16 +238,112 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         voldemorts=voldemorts,
         system_tokens=runner.system_tokens(args.rules),
         max_turns=rules.max_turns,
-        llm_records=llm_records,
-        llm_games=args.llm_games,
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     images = [] if args.no_plots else plots.write_all(data, out / "img")
     (out / "evaluation.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    (out / "EVALUATION.md").write_text(report.render_markdown(data, images))
+    _write_markdown(out, data, images)
     print(f"{len(records)} games in {seconds:.0f} s on {workers} workers; report in {out}/")
     return 0
+
+
+LLM_JSON = "llm-evaluation.json"
+
+
+def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
+    """EVALUATION.md from the grid's report and, when it exists, the real-model experiment."""
+    from horcrux.evaluation import report
+
+    llm_path = out / LLM_JSON
+    llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
+    llm_images = [
+        f"img/{name}"
+        for name in ("llm-agreement.png", "llm-latency.png")
+        if (out / "img" / name).exists()
+    ]
+    text = report.render_markdown(
+        data, images, llm_experiment=llm, llm_images=llm_images if llm else []
+    )
+    (out / "EVALUATION.md").write_text(text)
+
+
+def _evaluate_llm(args: argparse.Namespace) -> int:
+    """`horcrux evaluate --llm BACKEND`: the real-model experiment, into the same report."""
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from horcrux.evaluation import llm_experiment, llm_report
+
+    out = Path(args.out)
+    grid = out / "evaluation.json"
+    if not grid.exists():
+        raise HorcruxError(
+            f"{grid} does not exist: run `horcrux evaluate --out {out}` first (the grid the "
+            "real-model section is added to)"
+        )
+    data = json.loads(grid.read_text())
+    voldemort = args.voldemort.split(",")[0] if args.voldemort else "reference"
+    checkpoint = out / "llm-evaluation.jsonl"
+    if args.fresh and checkpoint.exists():
+        checkpoint.unlink()
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    start = time.monotonic()
+
+    def tick(done: int, total: int) -> None:
+        if show:
+            spent = time.monotonic() - start
+            sys.stderr.write(f"\r{done}/{total} jobs  {spent:,.0f} s")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    with ExitStack() as stack:
+        urls: list[str | None]
+        if args.llm_url:
+            urls = list(args.llm_url.split(","))
+        elif args.llm == "local":
+            urls = _start_local_servers(stack, args.llm_workers)
+        else:
+            urls = [None] * args.llm_workers
+        result = llm_experiment.run_experiment(
+            args.rules,
+            voldemort,
+            states=args.llm_states,
+            games=args.llm_games,
+            seed=args.seed,
+            urls=urls,
+            backend_name=args.llm,
+            legal_states=args.llm_legal_states,
+            checkpoint=checkpoint,
+            on_result=tick,
+        )
+    (out / LLM_JSON).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    if not args.no_plots:
+        llm_report.write_plots(result, out / "img")
+    _write_markdown(out, data, _grid_images(out, data))
+    print(
+        f"real-model experiment ({args.llm}): {result['meta']['seconds']:.0f} s; "
+        f"{out}/{LLM_JSON} and {out}/EVALUATION.md"
+    )
+    return 0
+
+
+def _grid_images(out: Any, data: dict[str, Any]) -> list[str]:
+    """The grid's figures as its last run wrote them (so a re-render keeps them)."""
+    names = [f"entropy-race-{v}.png" for v in data["entropy_race"]]
+    names += ["win-rates.png", "memory-window.png", "tokens-by-tier.png"]
+    return [n for n in names if (out / "img" / n).exists()]
+
+
+def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
+    """`workers` local model servers of one thread each, stopped when `stack` closes."""
+    from horcrux.local.model_server import running_model_server
+
+    return [
+        stack.enter_context(running_model_server(port=0, threads=1)).base_url
+        for _ in range(workers)
+    ]
 
 
 def cmd_season(args: argparse.Namespace) -> int:
@@ -344,7 +441,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--games", type=_positive, default=2000)
     ev.add_argument("--workers", type=_positive, default=None, help="default: every core")
-    ev.add_argument("--llm-games", type=int, default=0, help="games of the LLM rows (needs a key)")
+    ev.add_argument(
+        "--llm",
+        choices=("local", "anthropic"),
+        default=None,
+        help="run the real-model experiment with this backend (added to --out's report)",
+    )
+    ev.add_argument("--llm-games", type=int, default=20, help="whole games per LLM row")
+    ev.add_argument("--llm-states", type=int, default=300, help="fixed decision states")
+    ev.add_argument(
+        "--llm-legal-states", type=int, default=100, help="states of the compressed-legal row"
+    )
+    ev.add_argument("--llm-workers", type=_positive, default=2, help="servers / parallel calls")
+    ev.add_argument("--llm-url", default=None, help="comma-separated running servers' URLs")
+    ev.add_argument("--fresh", action="store_true", help="ignore the experiment's checkpoint")
     ev.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)

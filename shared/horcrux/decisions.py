@@ -20,8 +20,39 @@ FallbackReason = Literal[
 ]
 
 
+class DecisionTrace(BaseModel):
+    """What one LLM decision saw and said, for a person to read turn by turn.
+
+    `system` and `prompt` are exactly what was sent (with `prefill` as the last assistant
+    message, if the backend uses one); `offered` the candidate moves of a candidates tool
+    (empty when the tool offered every legal move); `reply` what the model wrote; `llm_move`
+    the move parsed from it (None if none was playable); `played` the move played (the
+    fallback's when the model's was not playable); `planner_move` what the planner would have
+    played in the same state. Moves are written as labels (`attack Hogwarts`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    system: str
+    prompt: str
+    prefill: str | None = None
+    tool: Literal["legal", "candidates"] = "legal"
+    offered: tuple[str, ...] = ()
+    reply: str = ""
+    detail: str = ""
+    llm_move: str | None = None
+    played: str = ""
+    planner_move: str | None = None
+    tokens_cached: int = 0
+
+
 class DecisionRecord(BaseModel):
-    """One decision of a brain: which memory tier fed it and what it cost."""
+    """One decision of a brain: which memory tier fed it and what it cost.
+
+    For an LLM call `tokens_in` is the whole prompt by the model's own count (system, tools,
+    context), `context_tokens` the estimate of the context alone; `trace` (LLM decisions
+    only, when tracing is on) keeps the prompt and the reply.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -34,3 +65,4 @@ class DecisionRecord(BaseModel):
     latency_ms: float = 0.0
     cost_usd: float = 0.0
     fallback_reason: FallbackReason | None = None
+    trace: DecisionTrace | None = None

@@ -28,36 +28,19 @@ from collections.abc import Callable
 from typing import Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
-from horcrux.agents.llm import Deadline, LLMHarry
+from horcrux.agents.llm import Deadline, LLMConfig, LLMHarry, parse_llm_param
 from horcrux.agents.planner import PlannerHarry, forced_attack
 from horcrux.decisions import DecisionRecord, Tier
-from horcrux.memory.context import render_tier
 from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target
 from horcrux.memory.tokens import estimate_tokens
+from horcrux.memory.working import WorkingMemory
 from horcrux.models import Search
 from horcrux.rules import RuleSet
 from horcrux.views import HarryView
 
+__all__ = ["NO_KEY_NOTE", "GatedHarry", "WorkingMemory", "make_gated"]
+
 NO_KEY_NOTE = "no ANTHROPIC_API_KEY: the planner decided in every tier (contexts still rendered)"
-
-
-class WorkingMemory:
-    """A context provider: the tier's L1 rendering of a planner's (synced) Bayes map.
-
-    The map is the planner's own, brought up to date from the view before rendering, so
-    the LLM and its fallback always reason from the same Layer 2 state.
-    """
-
-    def __init__(
-        self, planner: PlannerHarry, tier: Tier = "compressed", memory_line: str | None = None
-    ) -> None:
-        self.planner = planner
-        self.tier: Tier = tier
-        self.memory_line = memory_line
-
-    def __call__(self, view: HarryView) -> str:
-        self.planner.sync(view)
-        return render_tier(self.tier, view, self.planner.belief, memory_line=self.memory_line)
 
 
 class GatedHarry:
@@ -153,8 +136,18 @@ class GatedHarry:
         return {"brain": self.name, "llm": self.llm is not None, "notes": notes, **summary}
 
 
-def _has_key(options: BrainOptions) -> bool:
+def _has_llm(options: BrainOptions) -> bool:
+    """Whether the upper tiers can call an LLM: a keyless backend (`gated:local`), an
+    injected client, or a key (in the settings or `ANTHROPIC_API_KEY`)."""
     s = options.settings
+    config = s.get("config")
+    backend = (
+        config.backend if isinstance(config, LLMConfig) else parse_llm_param(options.param).backend
+    )
+    if options.param:
+        backend = parse_llm_param(options.param).backend
+    if not backend.requires_key:
+        return True
     return bool(s.get("client") or s.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
 
 
@@ -167,7 +160,7 @@ def make_gated(
     if gate is not None and not isinstance(gate, EntropyGate):
         gate = EntropyGate(GateConfig.model_validate(gate))
     llm: LLMHarry | None = None
-    if _has_key(options):
+    if _has_llm(options):
         settings = {**options.settings, "fallback": planner}
         llm_options = BrainOptions(options.rules, options.param, options.truth, settings)
         factory = llm_factory or _llm_from_registry
@@ -189,7 +182,8 @@ def _llm_from_registry(options: BrainOptions) -> LLMHarry:
 
 
 @HARRY_BRAINS.register(
-    "gated", description="entropy gate: planner when sure, LLM with L1 memory otherwise"
+    "gated",
+    description="entropy gate: planner when sure, LLM with L1 memory otherwise (gated:local)",
 )
 def _gated(options: BrainOptions) -> GatedHarry:
     return make_gated(options)

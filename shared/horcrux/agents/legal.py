@@ -324,6 +324,12 @@ def parse_voldemort_move(tool_input: object, view: VoldemortView) -> VoldemortMo
     return move
 
 
+def check_harry_move(move: HarryMove, view: HarryView) -> HarryMove:
+    """`move` if the engine accepts it from Harry in `view`, else its `IllegalAction`."""
+    engine.check(_shadow_harry(view), move)
+    return move
+
+
 def move_to_tool_input(move: HarryMove | VoldemortMove) -> dict[str, Any]:
     """The `make_move` input that stands for `move` (what a well-behaved model sends)."""
     return {"move": move.model_dump(mode="json")}
@@ -335,6 +341,7 @@ __all__ = [
     "LegalHarryActions",
     "LegalVoldemortActions",
     "UnparsableMove",
+    "check_harry_move",
     "harry_tool_schema",
     "legal_harry_actions",
     "legal_voldemort_actions",

@@ -27,14 +27,15 @@ imported when the first client is built, lazily, once per brain.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +49,12 @@ from horcrux.agents.base import (
     VoldemortBrain,
     VoldemortMove,
 )
+from horcrux.agents.candidates import (
+    candidates_tool,
+    move_label,
+    parse_candidate,
+    planner_candidates,
+)
 from horcrux.agents.legal import (
     TOOL_NAME,
     UnparsableMove,
@@ -57,7 +64,7 @@ from horcrux.agents.legal import (
     voldemort_tool_schema,
 )
 from horcrux.agents.voldemort import public_evidence
-from horcrux.decisions import DecisionRecord, FallbackReason, Tier
+from horcrux.decisions import DecisionRecord, DecisionTrace, FallbackReason, Tier
 from horcrux.errors import HorcruxError, IllegalAction
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryRecord, Observation
@@ -66,7 +73,7 @@ from horcrux.views import HarryView, VoldemortView
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, Timeout
-    from anthropic.types import ToolParam
+    from anthropic.types import MessageParam, ToolParam
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +112,93 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
+LOCAL_URL_ENV = "HORCRUX_LOCAL_MODEL_URL"
+LOCAL_MODEL_ENV = "HORCRUX_LOCAL_MODEL"
+LOCAL_PREFILL_ENV = "HORCRUX_LOCAL_MODEL_PREFILL"
+DEFAULT_LOCAL_URL = "http://127.0.0.1:8089"
+DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
+LOCAL_PREFILL = "<tool_call>"
+"""Opens the assistant's turn on a Hermes/Qwen-style local server: its grammar then writes
+a schema-valid tool call at once instead of letting a small model ramble first."""
+LOCAL_STOP = "</tool_call>"
+"""Ends a local model's reply after its first tool call: llama-server's grammar allows
+several calls (it does not read `disable_parallel_tool_use`), and a small model writes them."""
+LOCAL_KEY = "local"
+"""What is sent as the key to a local server (llama-server checks none unless started
+with --api-key, in which case set `ANTHROPIC_API_KEY`-free `api_key` in the settings)."""
+BACKENDS = ("anthropic", "local")
+
+ToolStyle = Literal["legal", "candidates"]
+
+
+class Backend(BaseModel):
+    """Where an LLM brain's Messages API calls go and how that endpoint is driven.
+
+    `anthropic` is Claude (a key is required, the price comes from `LLMConfig.prices`);
+    `local` is any Anthropic-compatible server on this machine or network (llama.cpp's
+    `llama-server` by default): no key, a price of 0 unless given, and an assistant
+    prefill that makes a small model call the tool at once. Every field can be set, so a
+    bigger local model or a proxy works through the same profile.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = "anthropic"
+    base_url: str | None = Field(default=None, description="None: the SDK's default")
+    requires_key: bool = True
+    api_key: str | None = Field(default=None, description="sent when no key is given")
+    prefill: str | None = Field(default=None, description="a last assistant message")
+    price: Price | None = Field(default=None, description="None: LLMConfig.prices[model]")
+    stop_sequences: tuple[str, ...] = Field(
+        default=(), description="end the reply there (one tool call, not several)"
+    )
+    sampling: dict[str, float] = Field(
+        default_factory=dict,
+        description="sampling fields sent as is (a local server: temperature 0, reproducible)",
+    )
+
+
+def anthropic_backend() -> Backend:
+    """Claude through the Messages API (the SDK reads `ANTHROPIC_BASE_URL` itself)."""
+    return Backend()
+
+
+def local_backend(
+    *,
+    base_url: str | None = None,
+    prefill: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Backend:
+    """A local Anthropic-compatible server: `HORCRUX_LOCAL_MODEL_URL` (default
+    http://127.0.0.1:8089, `horcrux model serve`), `HORCRUX_LOCAL_MODEL_PREFILL` (default
+    `<tool_call>`; an empty value sends none). Price 0."""
+    env = os.environ if env is None else env
+    if prefill is None:
+        raw = env.get(LOCAL_PREFILL_ENV)
+        prefill = LOCAL_PREFILL if raw is None else raw
+    return Backend(
+        name="local",
+        base_url=base_url or env.get(LOCAL_URL_ENV) or DEFAULT_LOCAL_URL,
+        requires_key=False,
+        api_key=LOCAL_KEY,
+        prefill=prefill or None,
+        price=Price(input_per_mtok=0.0, output_per_mtok=0.0),
+        stop_sequences=(LOCAL_STOP,),
+        sampling={"temperature": 0.0},
+    )
+
+
 def _default_model() -> str:
     return os.environ.get(MODEL_ENV) or DEFAULT_MODEL
 
 
 class LLMConfig(BaseModel):
-    """Model, prices, output cap and time budget of the llm brains."""
+    """Model, backend, prices, output cap, tools and time budget of the llm brains."""
 
     model_config = ConfigDict(frozen=True)
 
     model: str = Field(default_factory=_default_model, description=f"model id; env {MODEL_ENV}")
+    backend: Backend = Field(default_factory=anthropic_backend)
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     max_tokens: int = Field(default=256, ge=1, description="output cap (one tool call)")
     timeout_margin_s: float = Field(
@@ -124,9 +208,30 @@ class LLMConfig(BaseModel):
     retries: int = Field(default=1, ge=0, description="own retries, only if they fit the deadline")
     retry_backoff_s: float = Field(default=0.25, ge=0, description="first wait without retry-after")
     connect_timeout_s: float = Field(default=1.0, gt=0, description="cap of the connect timeout")
+    compressed_tool: ToolStyle = Field(
+        default="candidates",
+        description="compressed tier tool: the planner's candidate moves, or every legal move",
+    )
+    max_candidates: int = Field(default=6, ge=1, description="moves a candidates tool offers")
+    trace: bool = Field(default=True, description="keep each decision's prompt and reply")
+
+    @classmethod
+    def for_backend(
+        cls, name: str, model: str | None = None, *, env: Mapping[str, str] | None = None
+    ) -> LLMConfig:
+        """The config of a named backend profile (`anthropic` or `local`), model optional."""
+        env = os.environ if env is None else env
+        if name == "local":
+            chosen = model or env.get(LOCAL_MODEL_ENV) or DEFAULT_LOCAL_MODEL
+            return cls(model=chosen, backend=local_backend(env=env), default_deadline_s=30.0)
+        if name == "anthropic":
+            return cls(model=model or env.get(MODEL_ENV) or DEFAULT_MODEL)
+        raise LLMUnavailable(f"unknown LLM backend {name!r}; known: {', '.join(BACKENDS)}")
 
     def price(self) -> Price:
-        """The price of `model`; raises `LLMUnavailable` if the table has none."""
+        """The price of `model`; raises `LLMUnavailable` if neither backend nor table has one."""
+        if self.backend.price is not None:
+            return self.backend.price
         found = self.prices.get(self.model)
         if found is None:
             raise LLMUnavailable(
@@ -139,6 +244,17 @@ class LLMConfig(BaseModel):
         """USD for one call: tokens x price per million / 1e6."""
         p = self.price()
         return (tokens_in * p.input_per_mtok + tokens_out * p.output_per_mtok) / 1e6
+
+
+def parse_llm_param(param: str | None, *, env: Mapping[str, str] | None = None) -> LLMConfig:
+    """The config a spec's parameter names: `local`, `local:MODEL`, `anthropic`,
+    `anthropic:MODEL`, or a bare Claude model id (`llm:claude-sonnet-4-5`)."""
+    if not param:
+        return LLMConfig()
+    head, _, rest = param.partition(":")
+    if head in BACKENDS:
+        return LLMConfig.for_backend(head, rest or None, env=env)
+    return LLMConfig(model=param)
 
 
 # ---------------------------------------------------------------- default prompts
@@ -205,6 +321,14 @@ def harry_system_prompt(rules: RuleSet) -> str:
     )
 
 
+def harry_short_system_prompt(rules: RuleSet) -> str:
+    """The compressed tier's system prompt: what the working memory's lines mean, no more."""
+    return (
+        f"You are Harry, hunting {rules.horcruxes} Horcruxes. Likely: the chance a Horcrux "
+        "is there. Searches are noisy; attacks are few and a miss wastes one. Pick one move."
+    )
+
+
 def voldemort_system_prompt(rules: RuleSet) -> str:
     return (
         f"You are Voldemort guarding {rules.horcruxes} Horcruxes among "
@@ -218,13 +342,20 @@ def voldemort_system_prompt(rules: RuleSet) -> str:
 # ---------------------------------------------------------------- the call
 @dataclass(frozen=True)
 class _Reply:
-    """One decision's exchange with the API: the tool input, or why there is none."""
+    """One decision's exchange with the API: the tool input, or why there is none.
+
+    `tokens_in` is the whole prompt by the model's own count (system, tools, context and
+    any prefill), prompt-cache reads included; `tokens_cached` is the part read from the
+    server's cache. `raw` is what the model wrote (text, or the tool call as JSON).
+    """
 
     tool_input: object | None
     tokens_in: int = 0
     tokens_out: int = 0
     failure: FallbackReason | None = None
     detail: str = ""
+    tokens_cached: int = 0
+    raw: str = ""
 
 
 def _resolve_deadline(deadline: Deadline | None, default: float) -> float:
@@ -245,16 +376,20 @@ class LLMClient:
         api_key: str | None = None,
         refusal_hint: str = "use the planner brain",
     ) -> None:
-        key = api_key or os.environ.get(API_KEY_ENV)
+        backend = config.backend
+        if backend.requires_key:
+            key = api_key or os.environ.get(API_KEY_ENV)
+        else:  # never send a Claude key to another endpoint
+            key = api_key or backend.api_key
         if client is None and not key:
             raise LLMUnavailable(
                 f"the llm brain needs {API_KEY_ENV}; {refusal_hint} to play without one "
-                "(or inject an anthropic client)"
+                "(or inject an anthropic client, or use the local backend: llm:local)"
             )
         config.price()  # refuse now rather than count no cost later
         self.config = config
         self._injected = client
-        self._base_url = base_url
+        self._base_url = base_url or backend.base_url
         self._api_key = key
         self._client: Anthropic | None = None
         self.errors: Counter[str] = Counter()
@@ -284,6 +419,24 @@ class LLMClient:
         c = min(self.config.connect_timeout_s, remaining / 10)
         return anthropic.Timeout(remaining - 3 * c, connect=c, write=c, pool=c)
 
+    def _messages(self, prompt: str) -> list[MessageParam]:
+        """The user's context, then the backend's prefill (if any) opening the reply."""
+        messages: list[MessageParam] = [{"role": "user", "content": prompt}]
+        prefill = self.config.backend.prefill
+        if prefill:
+            messages.append({"role": "assistant", "content": prefill})
+        return messages
+
+    @property
+    def _extra_body(self) -> dict[str, Any] | None:
+        sampling = self.config.backend.sampling
+        return dict(sampling) if sampling else None
+
+    @property
+    def _stop(self) -> dict[str, Any]:
+        stop = self.config.backend.stop_sequences
+        return {"stop_sequences": list(stop)} if stop else {}
+
     def ask(self, system: str, prompt: str, tool: dict[str, Any], budget_s: float) -> _Reply:
         """One decision's call, retried while time allows; never raises an API error."""
         import anthropic
@@ -302,7 +455,7 @@ class LLMClient:
                     model=self.config.model,
                     max_tokens=self.config.max_tokens,
                     system=system,
-                    messages=[{"role": "user", "content": prompt}],
+                    messages=self._messages(prompt),
                     tools=[cast("ToolParam", tool)],
                     tool_choice={
                         "type": "tool",
@@ -310,6 +463,8 @@ class LLMClient:
                         "disable_parallel_tool_use": True,
                     },
                     timeout=self._timeout(remaining),
+                    extra_body=self._extra_body,
+                    **self._stop,
                 )
             except anthropic.APITimeoutError:
                 self.errors["timeout"] += 1
@@ -354,17 +509,51 @@ class LLMClient:
             attempt += 1
 
 
+def _count(usage: object, name: str) -> int:
+    value = getattr(usage, name, 0)
+    return value if isinstance(value, int) else 0
+
+
+def _raw_text(content: list[Any]) -> str:
+    """What the model wrote: its text blocks and its tool calls (as JSON), in order."""
+    parts: list[str] = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(str(getattr(block, "text", "")))
+        elif kind == "tool_use":
+            body = {"name": getattr(block, "name", None), "input": getattr(block, "input", None)}
+            parts.append(json.dumps(body, separators=(",", ":"), default=str))
+    return "\n".join(parts)
+
+
 def _read_message(message: object) -> _Reply:
-    """The make_move input and usage of a reply; defensive, as the SDK does not validate."""
+    """The make_move input and usage of a reply; defensive, as the SDK does not validate.
+
+    The prompt's size is the model's own count: `input_tokens` plus what the server read
+    from or wrote to its prompt cache (a local llama-server reports the cached prefix as
+    `cache_read_input_tokens`, Claude reports cache writes and reads the same way).
+    """
     usage = getattr(message, "usage", None)
-    tin = getattr(usage, "input_tokens", 0)
-    tout = getattr(usage, "output_tokens", 0)
-    tin, tout = (tin if isinstance(tin, int) else 0), (tout if isinstance(tout, int) else 0)
+    fresh = _count(usage, "input_tokens")
+    cached = _count(usage, "cache_read_input_tokens")
+    written = _count(usage, "cache_creation_input_tokens")
+    tin, tout = fresh + cached + written, _count(usage, "output_tokens")
     content = getattr(message, "content", None)
-    for block in content if isinstance(content, list) else []:
+    blocks = content if isinstance(content, list) else []
+    raw = _raw_text(blocks)
+    for block in blocks:
         if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
-            return _Reply(getattr(block, "input", None), tin, tout)
-    return _Reply(None, tin, tout, failure="unparsable", detail="no make_move tool_use")
+            return _Reply(getattr(block, "input", None), tin, tout, tokens_cached=cached, raw=raw)
+    return _Reply(
+        None,
+        tin,
+        tout,
+        failure="unparsable",
+        detail="no make_move tool_use",
+        tokens_cached=cached,
+        raw=raw,
+    )
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -393,6 +582,18 @@ class _Seat(Generic[V, M]):
     tool_schema: Callable[[V], dict[str, Any]]
     parse: Callable[[object, V], M]
     refusal_hint: str
+
+
+@dataclass(frozen=True)
+class _Tool(Generic[M]):
+    """One decision's tool: its schema, how a reply is parsed, and what it offered."""
+
+    schema: dict[str, Any]
+    parse: Callable[[object], M]
+    kind: Literal["legal", "candidates"] = "legal"
+    offered: tuple[str, ...] = ()
+    system: str | None = None  # None: the brain's system prompt
+    baseline: M | None = None  # the planner's move in the same state, if known
 
 
 class _LLMBrain(Generic[V, M]):
@@ -426,40 +627,65 @@ class _LLMBrain(Generic[V, M]):
             refusal_hint=self._seat.refusal_hint,
         )
         self.config = self.llm.config
+        self.rules = rules
         self.system = self._seat.system_prompt(rules)
         self.deadline_s = deadline_s
         self.tier = tier
         self.decisions: list[DecisionRecord] = []
 
+    def _tool(self, view: V) -> _Tool[M]:
+        """The tool of this decision: by default, every legal move (raises if not our turn)."""
+        schema = self._seat.tool_schema(view)
+        return _Tool(schema, lambda raw: self._seat.parse(raw, view))
+
     def _decide(self, view: V, rng: random.Random, deadline_s: Deadline | None) -> M:
         start = time.monotonic()
-        tool = self._seat.tool_schema(view)  # raises if the seat cannot act now
+        tool = self._tool(view)
         prompt = self.context_provider(view)
+        system = tool.system or self.system
         total = _resolve_deadline(
             deadline_s if deadline_s is not None else self.deadline_s,
             self.config.default_deadline_s,
         )
         budget = total - self.config.timeout_margin_s
         reply = (
-            self.llm.ask(self.system, prompt, tool, budget)
+            self.llm.ask(system, prompt, tool.schema, budget)
             if budget >= MIN_ATTEMPT_S
             else _Reply(None, failure="timeout", detail="deadline shorter than the margin")
         )
         reason = reply.failure
+        detail = reply.detail
         move: M | None = None
         if reason is None:
             try:
-                move = self._seat.parse(reply.tool_input, view)
+                move = tool.parse(reply.tool_input)
             except UnparsableMove as exc:
-                reason = "unparsable"
+                reason, detail = "unparsable", exc.message
                 log.info("llm move unparsable: %s", exc.message)
             except IllegalAction as exc:
-                reason = "illegal"
+                reason, detail = "illegal", exc.message
                 log.info("llm move illegal (%s): %s", exc.code, exc.message)
         elif reason != "timeout":
             log.info("llm fallback (%s): %s", reason, reply.detail)
+        llm_move = move
         if move is None:
             move = self._fallback(view, rng)
+        latency_ms = (time.monotonic() - start) * 1000.0
+        trace = None
+        if self.config.trace:
+            trace = DecisionTrace(
+                system=system,
+                prompt=prompt,
+                prefill=self.config.backend.prefill,
+                tool=tool.kind,
+                offered=tool.offered,
+                reply=reply.raw,
+                detail=detail if reason else "",
+                llm_move=None if llm_move is None else move_label(llm_move),
+                played=move_label(move),
+                planner_move=None if tool.baseline is None else move_label(tool.baseline),
+                tokens_cached=reply.tokens_cached,
+            )
         self.decisions.append(
             DecisionRecord(
                 turn=view.turn,
@@ -468,9 +694,10 @@ class _LLMBrain(Generic[V, M]):
                 tokens_in=reply.tokens_in,
                 tokens_out=reply.tokens_out,
                 context_tokens=estimate_tokens(prompt),
-                latency_ms=(time.monotonic() - start) * 1000.0,
+                latency_ms=latency_ms,
                 cost_usd=self.config.cost(reply.tokens_in, reply.tokens_out),
                 fallback_reason=reason,
+                trace=trace,
             )
         )
         return move
@@ -482,6 +709,7 @@ class _LLMBrain(Generic[V, M]):
         return {
             "brain": self.name,
             "model": self.config.model,
+            "backend": self.config.backend.name,
             "decisions": n,
             "llm_moves": sum(d.source == "llm" for d in self.decisions),
             "fallbacks": dict(sorted(fallbacks.items())),
@@ -494,11 +722,14 @@ class _LLMBrain(Generic[V, M]):
 
 
 class LLMHarry(_LLMBrain[HarryView, HarryMove]):
-    """Harry played by Claude; any failure plays the fallback brain's move instead.
+    """Harry played by an LLM; any failure plays the fallback brain's move instead.
 
     By default the fallback is the `planner` and the prompt is the L1 working memory
     (`tier`, default `compressed`) rendered from the planner's own Bayes map, so the LLM
-    sees ~55 tokens of computed belief, never the raw log (unless `tier="narrative"`).
+    sees ~55 tokens of computed belief, never the raw log (unless `tier="narrative"`). In
+    the compressed tier the tool offers the planner's candidate moves
+    (`horcrux.agents.candidates`) with a short system prompt, unless
+    `LLMConfig.compressed_tool` is `legal`; the other tiers offer every legal move.
     """
 
     _seat = _Seat(
@@ -527,6 +758,29 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
         if context_provider is None:
             context_provider = _working_memory(self.fallback, tier) or render_harry_view
         self.context_provider = context_provider
+        self.short_system = harry_short_system_prompt(rules)
+
+    def _tool(self, view: HarryView) -> _Tool[HarryMove]:
+        from horcrux.agents.planner import PlannerHarry
+
+        planner = self.fallback if isinstance(self.fallback, PlannerHarry) else None
+        if planner is None:
+            return super()._tool(view)
+        if self.tier == "compressed" and self.config.compressed_tool == "candidates":
+            moves, choice = planner_candidates(planner, view, self.config.max_candidates)
+            return _Tool(
+                candidates_tool(moves),
+                lambda raw: parse_candidate(raw, view, moves),
+                kind="candidates",
+                offered=tuple(move_label(m) for m in moves),
+                system=self.short_system,
+                baseline=choice,
+            )
+        schema = harry_tool_schema(view)
+        planner.sync(view)
+        return _Tool(
+            schema, lambda raw: parse_harry_move(raw, view), baseline=planner.choose(view).move
+        )
 
     def decide(
         self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None
@@ -537,8 +791,8 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
 
 def _working_memory(brain: HarryBrain, tier: Tier) -> HarryContextProvider | None:
     """The L1 context over `brain`'s Bayes map when it is a planner, else None."""
-    from horcrux.agents.gated import WorkingMemory
     from horcrux.agents.planner import PlannerHarry
+    from horcrux.memory.working import WorkingMemory
 
     return WorkingMemory(brain, tier) if isinstance(brain, PlannerHarry) else None
 
@@ -579,18 +833,24 @@ class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
 
 # ---------------------------------------------------------------- registry factories
 def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, Any]:
-    """LLM settings from `BrainOptions.settings`; the spec's param (`llm:MODEL`) sets the model.
+    """LLM settings from `BrainOptions.settings`; the spec's param picks the backend and model
+    (`llm:local`, `llm:local:MODEL`, `llm:anthropic:MODEL`, `llm:MODEL`: `parse_llm_param`).
 
-    Keys: config (LLMConfig), context_provider, fallback (a brain, or a spec made with
-    `brains`), client, base_url, api_key, deadline_s (seconds or a callable), tier.
+    Keys: config (LLMConfig; the param still sets its backend or model), context_provider,
+    fallback (a brain, or a spec made with `brains`), client, base_url, api_key, deadline_s
+    (seconds or a callable), tier.
     """
     s = options.settings
     config = s.get("config")
     if config is not None and not isinstance(config, LLMConfig):
         raise HorcruxError("settings['config'] must be an LLMConfig")
-    config = config or LLMConfig()
     if options.param:
-        config = config.model_copy(update={"model": options.param})
+        named = parse_llm_param(options.param)
+        if config is None:
+            config = named
+        else:
+            config = config.model_copy(update={"model": named.model, "backend": named.backend})
+    config = config or LLMConfig()
     kwargs: dict[str, Any] = {"config": config}
     for key in ("context_provider", "client", "base_url", "api_key", "deadline_s", "tier"):
         if s.get(key) is not None:
@@ -602,19 +862,27 @@ def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, 
     return kwargs
 
 
-@HARRY_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
+@HARRY_BRAINS.register(
+    "llm", description="an LLM via tool use (llm:MODEL, llm:local[:MODEL]); falls back locally"
+)
 def _llm_harry(options: BrainOptions) -> LLMHarry:
     return LLMHarry(options.rules, **_settings_kwargs(options, HARRY_BRAINS))
 
 
-@VOLDEMORT_BRAINS.register("llm", description="Claude via tool use (llm:MODEL); falls back locally")
+@VOLDEMORT_BRAINS.register(
+    "llm", description="an LLM via tool use (llm:MODEL, llm:local[:MODEL]); falls back locally"
+)
 def _llm_voldemort(options: BrainOptions) -> LLMVoldemort:
     return LLMVoldemort(options.rules, **_settings_kwargs(options, VOLDEMORT_BRAINS))
 
 
 __all__ = [
+    "BACKENDS",
+    "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_LOCAL_URL",
     "DEFAULT_MODEL",
     "DEFAULT_PRICES",
+    "Backend",
     "Deadline",
     "HarryContextProvider",
     "LLMClient",
@@ -624,7 +892,11 @@ __all__ = [
     "LLMVoldemort",
     "Price",
     "VoldemortContextProvider",
+    "anthropic_backend",
+    "harry_short_system_prompt",
     "harry_system_prompt",
+    "local_backend",
+    "parse_llm_param",
     "render_harry_view",
     "render_voldemort_view",
     "voldemort_system_prompt",

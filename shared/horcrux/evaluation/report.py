@@ -231,8 +231,6 @@ def build_report(
     voldemorts: Sequence[str],
     system_tokens: int,
     max_turns: int,
-    llm_records: Sequence[GameRecord] | None = None,
-    llm_games: int = 0,
     model: LatencyModel | None = None,
 ) -> dict[str, Any]:
     """The whole report as one JSON-able dict (keys: `REPORT_KEYS`)."""
@@ -259,23 +257,11 @@ def build_report(
     check = []
     if rules == "classic" and "reference" in results:
         check = reference_check(results["reference"])
-    llm: dict[str, Any]
-    if llm_records is None:
-        llm = {
-            "run": False,
-            "note": "not run: "
-            + (
-                "no ANTHROPIC_API_KEY was set"
-                if llm_games > 0
-                else "--llm-games was 0 (and they need ANTHROPIC_API_KEY)"
-            )
-            + "; the rows `llm`, `gated+llm` and `llm-narrative` have no figures",
-        }
-    else:
-        llm = {"run": True, "games": llm_games, "results": {}}
-        for label in sorted({r.harry for r in llm_records}):
-            rs = [r for r in llm_records if r.harry == label]
-            llm["results"][label] = row(rs, None, system_tokens=system_tokens, model=model)
+    llm = {
+        "run": False,
+        "note": "not run in this grid: the real-model experiment is `horcrux evaluate --llm "
+        "local`, kept in llm-evaluation.json beside this file",
+    }
     return {
         "meta": {
             "rules": rules,
@@ -321,7 +307,14 @@ def _in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
     return {h: rows[h] for h in order}
 
 
-def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
+def render_markdown(
+    report: dict[str, Any],
+    images: Sequence[str] = (),
+    *,
+    llm_experiment: dict[str, Any] | None = None,
+    llm_images: Sequence[str] = (),
+) -> str:
+    """The report as markdown; with `llm_experiment` (horcrux evaluate --llm), its section."""
     meta = report["meta"]
     lines = [
         "# Evaluation: memory architecture against reasoning, measured",
@@ -464,22 +457,21 @@ def render_markdown(report: dict[str, Any], images: Sequence[str] = ()) -> str:
                 "models.",
             ]
         lines.append("")
-    llm = report["llm"]
-    lines += ["## The LLM rows", ""]
-    if not llm["run"]:
+    if llm_experiment is not None:
+        from horcrux.evaluation.llm_report import render_section
+
+        lines += render_section(llm_experiment, list(llm_images))
+    else:
         lines += [
-            f"**{llm['note']}.** The `gated` row above ran offline: the planner decided "
-            "in every tier while each tier's context was rendered and counted, so its "
-            "tokens, modelled latency and cost are what the LLM would have been sent.",
+            "## A real model plays",
+            "",
+            "Not run here. `horcrux model serve` then `horcrux evaluate --llm local "
+            "--llm-games 20 --out docs` measures the contexts with a real model "
+            "(docs/EVALUATION.md keeps that section once it exists). The `gated` row above ran "
+            "offline: the planner decided in every tier while each tier's context was "
+            "rendered and counted.",
             "",
         ]
-    else:
-        for label, r in llm["results"].items():
-            lines.append(
-                f"- `{label}`: {r['games']} games, {_pct(r['win_rate'])} "
-                f"({_pct(r['ci_low'])}-{_pct(r['ci_high'])})"
-            )
-        lines.append("")
     lm = meta["latency_model"]
     pr = meta["price"]
     lines += [

@@ -19,7 +19,7 @@ from typing import Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.decisions import Tier
+from horcrux.decisions import DecisionRecord, Tier
 from horcrux.evaluation.metrics import GameEvent, calibration_terms, failure_modes, map_entropy
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
@@ -104,8 +104,9 @@ def play_traced(
     contexts: bool = False,
     settings: dict[str, Any] | None = None,
     offline: bool = True,
+    sink: list[DecisionRecord] | None = None,
 ) -> GameRecord:
-    """Play one game like `sim.play_game` and measure it."""
+    """Play one game like `sim.play_game` and measure it; `sink` gets the brain's records."""
     start = time.perf_counter()
     rules = preset(rules_name)
     state, started = engine.new_game(rules, seed)
@@ -138,8 +139,8 @@ def play_traced(
                 cal_turns += 1
                 entropy.append(map_entropy(occupancy))
                 if contexts:
-                    for tier, sink in rendered.items():
-                        sink.append(estimate_tokens(render_tier(tier, view, belief)))
+                    for tier, tokens in rendered.items():
+                        tokens.append(estimate_tokens(render_tier(tier, view, belief)))
             state, event = engine.apply(state, move)
             assert isinstance(event, HarryMoved)
             for obs in event.observations:
@@ -154,7 +155,10 @@ def play_traced(
             state, event = engine.apply(state, vmove)
         holder[0] = state
         events.append(event)
-    decisions = [(d.tier, d.context_tokens) for d in getattr(brain, "decisions", [])]
+    records: list[DecisionRecord] = list(getattr(brain, "decisions", []))
+    if sink is not None:
+        sink.extend(records)
+    decisions: list[tuple[str, int]] = [(d.tier, d.context_tokens) for d in records]
     return GameRecord(
         harry=harry,
         voldemort=voldemort,
@@ -226,39 +230,13 @@ def run_grid(
     return out
 
 
-LLM_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
-    "llm": ("llm", {}),
-    "gated+llm": ("gated", {}),
-    "llm-narrative": ("llm", {"tier": "narrative"}),
-}
-"""The rows that need a key: the real `llm` (L1 context), the `gated` brain calling the
-LLM in its upper tiers, and the `llm` fed the narrative context (the article's naive setup)."""
-
-
-def run_llm_rows(rules_name: str, voldemort: str, games: int, seed: int) -> list[GameRecord] | None:
-    """Play the LLM rows in process, or None when no key is set (nothing is called)."""
-    if not os.environ.get("ANTHROPIC_API_KEY") or games <= 0:
-        return None
-    out: list[GameRecord] = []
-    for label, (spec, settings) in LLM_ROWS.items():
-        for g in range(games):
-            record = play_traced(
-                rules_name, seed + g, spec, voldemort, settings=settings, offline=False
-            )
-            record.harry = label
-            out.append(record)
-    return out
-
-
 __all__ = [
     "BASELINE",
     "HARRY_ARCHITECTURES",
-    "LLM_ROWS",
     "VOLDEMORT_ADVERSARIES",
     "GameRecord",
     "jobs_for",
     "play_traced",
     "run_grid",
-    "run_llm_rows",
     "system_tokens",
 ]
