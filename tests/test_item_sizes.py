@@ -374,6 +374,7 @@ def play_kind(rules: str, harry: str, voldemort: str, seed: int) -> tuple[SizedS
     return store, gid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rules", "harry", "voldemort"), GAME_KINDS)
 def test_the_snapshot_and_the_event_stay_under_one_kb_at_every_turn(
     rules: str, harry: str, voldemort: str
@@ -407,6 +408,7 @@ def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
 
 
 # ---------------------------------------------------------------- the planner: rebuilt == restored
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=["classic", "standard"])
 @pytest.mark.parametrize("mode", MODES)
 def test_the_planner_rebuilt_from_its_view_decides_as_the_restored_one(
