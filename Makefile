@@ -66,6 +66,14 @@ pytest: venv
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
+# the fast tier (make unit, under 30 s): no CDK synth or layer build, no server process,
+# no moto, no slow test; the markers are in pyproject.toml, tests/conftest.py applies them
+.PHONY: unit
+unit: venv
+	@$(BIN)/pytest -m "not (synth or server or moto or slow)"; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
+	exit $$rc
+
 bench: venv
 	@for script in benchmarks/bench_*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \

@@ -11,8 +11,9 @@ fed the stream record of the event that asks for the AI's turn.
   the snapshot) against a person as Voldemort playing the reference strategy through the
   API with an `Idempotency-Key`; seeds whose game lasts all 50 turns.
 
-Capacity units are DynamoDB's formulas over the item sizes (`DynamoDbStore.calls`: moto
-reports a fixed 0.5 for GetItem and nothing for transactions), per handler call, turn 1
+Capacity units are DynamoDB's formulas over the item sizes (a `CallRecorder` on each
+handler's store, which records nothing unless given one: moto reports a fixed 0.5 for
+GetItem and nothing for transactions), per handler call, turn 1
 beside turn 50 (Voldemort's last move is on turn 49: the game ends after Harry's turn 50).
 The idempotency table's PutItem + UpdateItem (Powertools) are not in these figures.
 """
@@ -56,7 +57,7 @@ from horcrux.local.moto_server import create_tables  # noqa: E402
 from horcrux.local.server import FakeLambdaContext, api_gateway_event, stream_record  # noqa: E402
 from horcrux.rules import PRESETS  # noqa: E402
 from horcrux.service import TurnRequest  # noqa: E402
-from horcrux.store import DynamoDbStore  # noqa: E402
+from horcrux.store import CallRecorder, DynamoDbStore  # noqa: E402
 from horcrux.views import VoldemortView  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -83,6 +84,9 @@ class Bench:
             "harry": self.turn["harry"].service.store,
             "voldemort": self.turn["voldemort"].service.store,
         }
+        self.recorders = {name: CallRecorder() for name in self.stores}
+        for name, store in self.stores.items():  # opt-in: the handlers' stores record nothing
+            store.recorder = self.recorders[name]
         self.ms: dict[str, list[float]] = defaultdict(list)
         # (handler, turn) -> list of (reads RCU, writes WCU, ops, bytes read + written)
         self.memory_reads: list[tuple[int, int, float]] = []  # (turn, GetItems, RCU)
@@ -101,12 +105,12 @@ class Bench:
         return payload
 
     def measured(self, label: str, store: str, turn: int, run: Any) -> Any:
-        calls = len(self.stores[store].calls)
+        calls = len(self.recorders[store].calls)
         start = time.perf_counter()
         result = run()
         self.ms[label].append((time.perf_counter() - start) * 1000)
         _METRICS.clear_metrics()  # Powertools keeps disabled metrics; drop them per call
-        every = self.stores[store].calls[calls:]
+        every = self.recorders[store].calls[calls:]
         # an AI Harry's first turn also reads its cross-game memory once (docs/ECHO.md):
         # counted apart, so that the per-turn hot path is compared like for like
         memory = [c for c in every if c.target.endswith(("#MEMORY", "#RESULTS"))]

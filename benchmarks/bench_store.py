@@ -35,7 +35,8 @@ from horcrux import engine, rng, sim  # noqa: E402
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS  # noqa: E402
 from horcrux.models import Seat  # noqa: E402
 from horcrux.rules import CLASSIC  # noqa: E402
-from horcrux.store import DynamoDbStore, MemoryStore, SeatInfo, codec  # noqa: E402
+from horcrux.store import CallRecorder, DynamoDbStore, MemoryStore, SeatInfo  # noqa: E402
+from horcrux.store.capacity import item_size  # noqa: E402
 from horcrux.store.port import BeliefPoint, GameStore  # noqa: E402
 from horcrux.store.selfplay import start_game  # noqa: E402
 from horcrux.views import harry_view, voldemort_view  # noqa: E402
@@ -57,13 +58,17 @@ def long_seeds(n: int) -> list[int]:
     return seeds
 
 
-def play(store: GameStore, game_id: str, seed: int) -> list[dict[str, Any]]:
-    """Play one game move by move; per move: turn, seat, latency and the store's calls."""
+def play(
+    store: GameStore, game_id: str, seed: int, recorder: CallRecorder | None = None
+) -> list[dict[str, Any]]:
+    """Play one game move by move; per move: turn, seat, latency and the calls `recorder`
+    (the DynamoDB store's) saw."""
+    recorded = recorder.calls if recorder is not None else []
     start_game(store, game_id, CLASSIC, seed, dict(SEATS))
     voldemort = VOLDEMORT_BRAINS.create("reference", CLASSIC)
     moves: list[dict[str, Any]] = []
     while True:
-        calls_before = len(getattr(store, "calls", []))
+        calls_before = len(recorded)
         ops_before = Counter(getattr(store, "op_counts", {}))
         t0 = time.perf_counter()
         before = store.load(game_id)
@@ -99,7 +104,7 @@ def play(store: GameStore, game_id: str, seed: int) -> list[dict[str, Any]]:
                 "turn": before.turn,
                 "seat": seat,
                 "seconds": (t1 - t0) + (t3 - t2),
-                "calls": getattr(store, "calls", [])[calls_before:],
+                "calls": recorded[calls_before:],
                 "ops": Counter(getattr(store, "op_counts", {})) - ops_before,
             }
         )
@@ -115,13 +120,14 @@ def main() -> None:
     games = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     seeds = long_seeds(games)
     with mock_aws():
-        dynamo = DynamoDbStore()
+        recorder = CallRecorder()
+        dynamo = DynamoDbStore(recorder=recorder)
         dynamo.create_tables()
-        play(dynamo, "warm-up", seeds[0])
-        all_moves = [m for i, s in enumerate(seeds) for m in play(dynamo, f"g{i}", s)]
+        play(dynamo, "warm-up", seeds[0], recorder)
+        all_moves = [m for i, s in enumerate(seeds) for m in play(dynamo, f"g{i}", s, recorder)]
         final_item = dynamo.raw_items(f"g{len(seeds) - 1}")[0]
         sizes = [
-            codec.item_size(i)
+            item_size(i)
             for g in range(len(seeds))
             for i in dynamo.raw_items(f"g{g}")[2:]  # the turns' events
         ]
@@ -132,7 +138,7 @@ def main() -> None:
         f"store hot path per move, DynamoDbStore on moto in process, {games} games x 50 turns,"
         " planner (rebuilt from the view) vs reference, a belief point per Harry move"
     )
-    print(f"  snapshot item at turn 50: {codec.item_size(final_item)} bytes (budget 16384)")
+    print(f"  snapshot item at turn 50: {item_size(final_item)} bytes (budget 16384)")
     print(f"  event items: largest {max(sizes):,} bytes ({len(sizes)} turn events)")
     turns = (1, 2, 25, 50)
     print(f"  {'':34}" + "".join(f"{'turn ' + str(t):>10}" for t in turns))

@@ -1,8 +1,15 @@
-"""Shared test helpers: states with known truth and seeds with known dice."""
+"""Shared test helpers: states with known truth and seeds with known dice; the test tiers.
+
+Tiers (markers registered in pyproject.toml, applied here by file and by fixture, or in
+the test files): `synth` (the CDK app synthesised, the Lambda layers built), `server` (a
+`horcrux serve` process over HTTP, its moto server inside), `moto` (boto3 against moto in
+process), `slow` (a second or more on its own). `make unit` runs the rest, `make test` all.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +80,52 @@ def classic() -> RuleSet:
 @pytest.fixture
 def standard() -> RuleSet:
     return STANDARD
+
+
+# ---------------------------------------------------------------- tiers
+FILE_MARKS = {
+    "test_infra.py": "synth",
+    "test_layer.py": "synth",
+    "test_local.py": "server",
+}
+"""Whole files of one tier."""
+SLOW_TESTS = {
+    "test_compaction.py": {"test_a_corrupted_snapshot_is_repaired_from_the_events"},
+    "test_evaluation.py": {"test_evaluate_writes_markdown_json_and_png"},
+    "test_gated.py": {"test_l1_context_is_within_budget_at_every_turn_of_200_games"},
+    "test_memory_context.py": {"test_estimate_monotone_in_length"},
+    "test_planner.py": {
+        "test_endgame_wins_where_thresholds_alone_run_out_of_turns",
+        "test_snapshot_round_trip_gives_identical_decisions",
+    },
+}
+"""Slow tests of files whose other tests are fast (a file's own `pytest.mark.slow` works
+too). A name here that its file no longer has is a collection error, not a silent pass."""
+MOTO_FIXTURES = {"dynamo", "secrets"}
+"""Fixtures that open `mock_aws` (and the fixtures built on them)."""
+MOTO_PARAMS = {"store": "dynamodb"}
+"""Fixtures parametrized over both adapters: the DynamoDB variant runs on moto."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seen: dict[str, set[str]] = {}
+    for item in items:
+        file = Path(str(item.path)).name
+        name = getattr(item, "originalname", item.name)
+        seen.setdefault(file, set()).add(name)
+        mark = FILE_MARKS.get(file)
+        if mark is not None:
+            item.add_marker(mark)
+        if name in SLOW_TESTS.get(file, ()):
+            item.add_marker("slow")
+        params = getattr(item, "callspec", None)
+        on_moto = MOTO_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+            params is not None and params.params.get(name) == value
+            for name, value in MOTO_PARAMS.items()
+        )
+        if on_moto:
+            item.add_marker("moto")
+    for file, names in SLOW_TESTS.items():
+        if file in seen and names - seen[file]:
+            missing = sorted(names - seen[file])
+            raise pytest.UsageError(f"conftest SLOW_TESTS: {file} has no {missing}")

@@ -297,8 +297,20 @@ def test_snapshot_round_trip_is_identical_and_small() -> None:
 
 
 def test_harry_brains_registered() -> None:
-    for name in ("planner", "planner:trigger", "planner-window:8", "seed-heuristic"):
-        assert HARRY_BRAINS.create(name, CLASSIC) is not None
+    """Each spec builds the brain it names (class, mode, window), and it plays a legal move."""
+    expected = {
+        "planner": ("PlannerHarry", "mixture", None),
+        "planner:trigger": ("PlannerHarry", "trigger", None),
+        "planner-window:8": ("WindowPlannerHarry", "trigger", 8),
+        "seed-heuristic": ("SeedHeuristicHarry", None, None),
+    }
+    state, _ = engine.new_game(CLASSIC, 0)
+    for name, (cls, mode, window) in expected.items():
+        brain = HARRY_BRAINS.create(name, CLASSIC)
+        got = (type(brain).__name__, getattr(brain, "mode", None), getattr(brain, "window", None))
+        assert (brain.name, got) == (name, (cls, mode, window))
+        after, event = engine.apply(state, brain.decide(harry_view(state), random.Random(0)))
+        assert event.type == "harry_moved" and after.phase == "voldemort"
 
 
 def test_budget_priors_weight_the_charges_and_survive_a_snapshot() -> None:

@@ -14,22 +14,52 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from horcrux import engine, rng
 from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.agents.planner import PlannerHarry
 from horcrux.belief.bayes import MODES
-from horcrux.models import Ally, AnyAction, Attack, GameState, HarryMoved, Seat
-from horcrux.rules import CLASSIC, LOCATIONS, STANDARD, AllyRules, RuleSet, Sensor
+from horcrux.models import (
+    Ally,
+    AnyAction,
+    Attack,
+    GameState,
+    HarryAction,
+    HarryMoved,
+    HarryRecord,
+    Observation,
+    Seat,
+    VoldemortAction,
+)
+from horcrux.rules import (
+    ALLY_NAMES,
+    CLASSIC,
+    LOCATIONS,
+    STANDARD,
+    AllyName,
+    AllyRules,
+    RuleSet,
+    Sensor,
+)
 from horcrux.service import GameService, SeatRequest
-from horcrux.store import BeliefPoint, GameSnapshot, MemoryStore, SeatInfo, codec, read_log
+from horcrux.store import (
+    BeliefPoint,
+    GameSnapshot,
+    MemoryStore,
+    SeatInfo,
+    capacity,
+    mapping,
+    read_log,
+    wire,
+)
 from horcrux.store.port import TurnEvent, merge_history, new_snapshot
 from horcrux.views import harry_view, voldemort_view
 
@@ -88,25 +118,142 @@ def test_the_binary_state_round_trips_every_state_of_random_legal_games(
     states = random_game(rules, seed, rnd)
     assert states[-1].over and states[-1].winner is not None
     for state in states:
-        blob = codec.encode_state(state)
-        assert blob[0] in (codec.STATE_RAW, codec.STATE_DEFLATE)
-        assert codec.decode_state(blob) == state
+        blob = wire.encode_state(state)
+        assert blob[0] in (wire.STATE_RAW, wire.STATE_DEFLATE)
+        assert wire.decode_state(blob) == state
     if rules in (CLASSIC, STANDARD):
-        assert len(codec.encode_state(states[-1])) < 260  # 50 turns: a few bytes each
+        assert len(wire.encode_state(states[-1])) < 260  # 50 turns: a few bytes each
     else:  # a custom rule set travels as JSON, even one named like a preset
-        assert codec.decode_state(codec.encode_state(states[0])).rules == rules
+        assert wire.decode_state(wire.encode_state(states[0])).rules == rules
 
 
 def test_the_legacy_json_state_still_decodes_and_exotic_states_fall_back_to_it() -> None:
     states = random_game(STANDARD, 5, random.Random(5))
-    legacy = codec.encode_state_json(states[-1])
-    assert legacy[0] == 0x78 and codec.decode_state(legacy) == states[-1]
+    legacy = wire.encode_state_json(states[-1])
+    assert legacy[0] == 0x78 and wire.decode_state(legacy) == states[-1]
     huge = RuleSet(name="huge", locations=tuple(f"l{i}" for i in range(300)))
     state, _ = engine.new_game(huge, 1)
-    blob = codec.encode_state(state)
-    assert blob[0] == 0x78 and codec.decode_state(blob) == state
+    blob = wire.encode_state(state)
+    assert blob[0] == 0x78 and wire.decode_state(blob) == state
     with pytest.raises(ValueError):
-        codec.decode_state(b"\x7f")
+        wire.decode_state(b"\x7f")
+
+
+# ---------------------------------------------------------------- the compact tables
+def _literal_fields(model: type[BaseModel], out: dict[str, set[Any]]) -> dict[str, set[Any]]:
+    """Every `Model.field` with literal values a `model` can hold, as far as the binary
+    state reaches: the values its literal types allow (None where the field is optional).
+    The rules are stored whole (a preset code, or their JSON), so they are not walked."""
+
+    def walk(name: str, annotation: Any) -> None:
+        if annotation is type(None):
+            out.setdefault(name, set()).add(None)
+        elif get_origin(annotation) is Literal:
+            out.setdefault(name, set()).update(get_args(annotation))
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation is not RuleSet and annotation.__name__ not in walked:
+                walked.add(annotation.__name__)
+                for field, info in annotation.model_fields.items():
+                    walk(f"{annotation.__name__}.{field}", info.annotation)
+        else:
+            for arg in get_args(annotation):
+                walk(name, arg)
+
+    walked: set[str] = set()
+    walk(model.__name__, model)
+    return {name: values for name, values in out.items() if values != {None}}  # str | None
+
+
+def _harry_action_classes() -> list[type[BaseModel]]:
+    (union, *_) = get_args(HarryAction)  # Annotated[Search | Attack | Ally, discriminator]
+    return list(get_args(union))
+
+
+def test_the_compact_tables_cover_every_type_and_value_a_state_can_hold() -> None:
+    """A value missing from the binary format's tables would silently store the state in
+    the larger JSON format: every literal a `GameState` can hold must be in a table."""
+    fields = _literal_fields(GameState, {})
+    actions = {
+        (cls.model_fields["type"].default, ally)
+        for cls in _harry_action_classes()
+        for ally in (get_args(AllyName) if "ally" in cls.model_fields else (None,))
+    }
+    assert set(wire.ACTIONS) == actions  # every Harry action, an ally each
+    tables: dict[str, tuple[Any, ...]] = {
+        "GameState.phase": wire.PHASES,
+        "GameState.winner": wire.WINNERS,
+        "GameState.ally_ready_turn": ALLY_NAMES,
+        "GameState.ally_uses_left": ALLY_NAMES,
+        "Observation.kind": wire.KINDS,
+        "Observation.outcome": wire.OUTCOMES,
+        "Observation.sensor": wire.SENSORS,
+    }
+    in_actions = {
+        f"{cls.__name__}.{f}" for cls in _harry_action_classes() for f in ("type", "ally")
+    }
+    unknown = set(fields) - set(tables) - in_actions
+    assert not unknown, f"the binary state has no table for {sorted(unknown)}"
+    for name, values in fields.items():
+        if name in tables:
+            assert values <= set(tables[name]), f"{name}: {values - set(tables[name])} missing"
+    assert set(get_args(AnyAction)) == set(_harry_action_classes()) | set(
+        get_args(get_args(VoldemortAction)[0])
+    )  # Voldemort's actions and the events travel as JSON, in the event item's body
+
+
+def test_a_record_of_every_action_and_observation_is_stored_in_the_binary_format() -> None:
+    """From the models' own types: one record per Harry action (each ally), holding every
+    observation kind, outcome and sensor; the state must not fall back to JSON."""
+    rules = STANDARD
+    locs = rules.locations
+    fields = _literal_fields(GameState, {})
+    observations = [
+        Observation(location=locs[i % len(locs)], kind=kind, outcome=outcome, sensor=sensor)
+        for i, (kind, outcome, sensor) in enumerate(
+            (k, o, s)
+            for k in sorted(fields["Observation.kind"])
+            for o in sorted(fields["Observation.outcome"])
+            for s in fields["Observation.sensor"]
+        )
+    ]
+    history: list[HarryRecord] = []
+    for cls in _harry_action_classes():
+        for ally in get_args(AllyName) if "ally" in cls.model_fields else (None,):
+            if ally is None:
+                action: Any = cls.model_validate({"location": locs[0]})
+            else:
+                n = 2 if ally == "ron" else 1
+                action = cls.model_validate({"ally": ally, "locations": locs[:n]})
+            for start in range(0, len(observations), 15):
+                chunk = tuple(observations[start : start + 15])
+                history.append(
+                    HarryRecord(turn=len(history) + 1, action=action, observations=chunk)
+                )
+    state, _ = engine.new_game(rules, 3)
+    for phase, winner in (("harry", None), ("over", "harry"), ("over", "voldemort")):
+        full = state.model_copy(
+            update={"history": tuple(history), "phase": phase, "winner": winner}
+        )
+        blob = wire.encode_state(full)
+        assert blob[0] in (wire.STATE_RAW, wire.STATE_DEFLATE), "fell back to the JSON format"
+        assert wire.decode_state(blob) == full
+
+
+def test_every_stored_format_has_a_decoder_in_its_version_table() -> None:
+    state = random_game(CLASSIC, 2, random.Random(2))[-1]
+    written = {wire.encode_state(state)[0], wire.encode_state_json(state)[0]}
+    raw = bytes([wire.STATE_RAW]) + wire.zlib.decompress(wire.encode_state(state)[1:], -15)
+    written.add(raw[0])
+    assert written == set(wire.STATE_FORMATS) == {0x01, 0x02, 0x78}
+    for code in wire.STATE_FORMATS:
+        blob = {0x01: raw, 0x02: wire.encode_state(state), 0x78: wire.encode_state_json(state)}
+        assert wire.decode_state(blob[code]) == state
+    point = BeliefPoint(turn=3, entropy=2.5, top=(("hogwarts", 0.5),))
+    assert set(wire.POINT_FORMATS) == {wire.encode_point(point)[0]}
+    with pytest.raises(ValueError, match="unknown belief point format"):
+        wire.decode_point(b"\x09\x00")
+    with pytest.raises(ValueError, match="unknown state format"):
+        wire.decode_state(b"")
 
 
 top_entry = st.tuples(
@@ -124,8 +271,8 @@ def test_a_belief_point_round_trips_in_a_few_bytes(
     turn: int, entropy: float, top: list[tuple[str, float]]
 ) -> None:
     point = BeliefPoint(turn=turn, entropy=entropy, top=tuple(top))
-    blob = codec.encode_point(point)
-    assert codec.decode_point(blob) == point
+    blob = wire.encode_point(point)
+    assert wire.decode_point(blob) == point
     if all(loc in LOCATIONS for loc, _ in top):
         assert len(blob) <= 20
 
@@ -137,11 +284,11 @@ def test_a_snapshot_item_written_before_the_compact_formats_still_decodes() -> N
     )
     snap = new_snapshot("old", states[-1], AI_SEATS, now=1.7e9, ttl_seconds=86400)
     snap = snap.model_copy(update={"belief_history": history, "beliefs": {"harry": b"blob"}})
-    item = codec.encode_snapshot(snap)
-    item["state"] = {"B": codec.encode_state_json(snap.state)}
+    item = mapping.encode_snapshot(snap)
+    item["state"] = {"B": wire.encode_state_json(snap.state)}
     del item["bpt"]
-    item["bhist"] = {"B": codec.encode_history(history)}
-    assert codec.decode_snapshot(item) == snap
+    item["bhist"] = {"B": wire.encode_history(history)}
+    assert mapping.decode_snapshot(item) == snap
     # the replay and compaction merge it with the log's points (none in an old log)
     assert merge_history(snap.belief_history, ()) == history
 
@@ -169,8 +316,8 @@ class SizedStore(MemoryStore):
             (
                 event.turn,
                 seat,
-                codec.item_size(codec.encode_snapshot(snapshot)),
-                codec.item_size(codec.encode_turn_event(snapshot, event)),
+                capacity.item_size(mapping.encode_snapshot(snapshot)),
+                capacity.item_size(mapping.encode_turn_event(snapshot, event)),
             )
         )
         return stored
@@ -227,6 +374,7 @@ def play_kind(rules: str, harry: str, voldemort: str, seed: int) -> tuple[SizedS
     return store, gid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rules", "harry", "voldemort"), GAME_KINDS)
 def test_the_snapshot_and_the_event_stay_under_one_kb_at_every_turn(
     rules: str, harry: str, voldemort: str
@@ -236,13 +384,13 @@ def test_the_snapshot_and_the_event_stay_under_one_kb_at_every_turn(
         items = store.raw_items(gid)
         started = items[1]
         assert started["type"] == {"S": "game_started"}
-        assert codec.item_size(started) < ONE_KB
+        assert capacity.item_size(started) < ONE_KB
         assert store.sizes and store.sizes[0][0] == 1
         for turn, seat, snap_bytes, event_bytes in store.sizes:
             where = f"seed {seed} turn {turn} {seat}: snapshot {snap_bytes} event {event_bytes}"
             assert snap_bytes < ONE_KB and event_bytes < ONE_KB, where
-            assert codec.read_units(snap_bytes) == 1.0, where
-            units = codec.write_units(snap_bytes, transactional=True) + codec.write_units(
+            assert capacity.read_units(snap_bytes) == 1.0, where
+            units = capacity.write_units(snap_bytes, transactional=True) + capacity.write_units(
                 event_bytes, transactional=True
             )
             assert units == 4.0, where
@@ -260,6 +408,7 @@ def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
 
 
 # ---------------------------------------------------------------- the planner: rebuilt == restored
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=["classic", "standard"])
 @pytest.mark.parametrize("mode", MODES)
 def test_the_planner_rebuilt_from_its_view_decides_as_the_restored_one(
@@ -310,4 +459,4 @@ def test_the_service_stores_no_planner_blob_and_drops_a_stale_one() -> None:
     after = store.load(gid)
     assert after.beliefs == {} and len(after.belief_history) == 1
     item = store.raw_items(gid)[0]
-    assert "belief" not in item and codec.decode_point(item["bpt"]["B"]).turn == 1
+    assert "belief" not in item and wire.decode_point(item["bpt"]["B"]).turn == 1

@@ -4,6 +4,7 @@ Voldemort through the client module, AI vs AI to the end, and bad input."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -21,7 +22,7 @@ import pytest
 
 from horcrux import sim
 from horcrux.local.client import ApiError, HorcruxClient
-from horcrux.local.play import InputError, parse_action, resolve_location, short_names
+from horcrux.local.play import InputError, parse_action, play, resolve_location, short_names
 from horcrux.rules import LOCATIONS, PRESETS
 
 STARTUP_S = 40.0
@@ -179,6 +180,34 @@ def test_a_person_as_voldemort_against_ai_harry_over_http(served: Served) -> Non
     assert actors.count("voldemort") == moves
     assert actors.count("harry") in (moves, moves + 1)
     assert replay["belief_history"]  # the AI Harry (planner) kept its belief per turn
+
+
+# ---------------------------------------------------------------- joining
+def test_join_without_a_seat_takes_the_free_one_or_says_there_is_none(served: Served) -> None:
+    c = served.client
+    created = c.create_game({"kind": "human"}, {"kind": "human"}, rules="classic", seed=3)
+    gid = created["game_id"]
+    assert created["seat"] == "harry" and c.free_seats(gid) == ["voldemort"]
+
+    def harry_moves(game_id: str) -> None:  # once Voldemort's seat is taken (`on_ready`)
+        c.move(game_id, created["token"], {"type": "search", "location": "hogwarts"})
+
+    out, err = io.StringIO(), io.StringIO()
+    inp = io.StringIO("quit\n")
+    assert play(served.url, join=gid, inp=inp, out=out, err=err, on_ready=harry_moves) == 0
+    assert "You are Voldemort against a person" in out.getvalue()
+    assert "voldemort t1> " in out.getvalue()  # Voldemort's turn, after Harry's search
+    game = c.game(gid)
+    assert game["seats"]["voldemort"]["taken"] and c.free_seats(gid) == []
+    assert game["status"] == "active"
+    # a second player finds no free seat: a clear message, nothing taken
+    err = io.StringIO()
+    assert play(served.url, join=gid, inp=io.StringIO(""), out=io.StringIO(), err=err) == 1
+    assert f"game {gid} has no free seat to join" in err.getvalue()
+    # an explicit seat is still asked for as given: the API refuses a taken one
+    err = io.StringIO()
+    code = play(served.url, join=gid, seat="harry", inp=io.StringIO(""), out=io.StringIO(), err=err)
+    assert code == 1 and "409 seat_taken" in err.getvalue()
 
 
 # ---------------------------------------------------------------- AI vs AI

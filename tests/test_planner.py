@@ -28,7 +28,7 @@ from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
 from horcrux.sim import play_game
-from horcrux.views import AllyStatus, HarryView, harry_view, voldemort_view
+from horcrux.views import AllyStatus, HarryView, build_replay, harry_view, voldemort_view
 
 
 class FixedBelief(BayesBelief):
@@ -268,9 +268,19 @@ def test_window_counts_destroyed_horcruxes_it_still_remembers() -> None:
 
 @pytest.mark.parametrize("spec", ["planner", "planner:trigger", "planner:hazard", "planner:static"])
 def test_brains_play_legal_games(spec: str) -> None:
+    """Every move of the game is legal (the replay re-runs each through the engine) and the
+    result is the one the rules give: Harry wins exactly when every Horcrux is destroyed."""
     for seed in range(2):
-        result = play_game(STANDARD, seed, spec, "random")
-        assert result.winner in ("harry", "voldemort")
+        result = play_game(STANDARD, seed, spec, "random", keep_events=True)
+        assert result.events is not None
+        replay = build_replay(result.events)
+        harry_moves = [s for s in replay.steps if s.actor == "harry"]
+        assert (replay.winner, replay.end_reason) == (result.winner, result.end_reason)
+        assert len(harry_moves) == result.turns <= STANDARD.max_turns
+        assert replay.steps[-1].destroyed == result.destroyed
+        assert (result.winner == "harry") == (result.destroyed == STANDARD.horcruxes)
+        if result.winner == "voldemort":
+            assert result.turns == STANDARD.max_turns or replay.steps[-1].attacks_left == 0
 
 
 def test_planner_wins_most_classic_games_against_the_reference() -> None:
@@ -279,8 +289,10 @@ def test_planner_wins_most_classic_games_against_the_reference() -> None:
 
 
 def test_unknown_mode_is_refused() -> None:
-    with pytest.raises(Exception, match="unknown planner mode"):
+    with pytest.raises(UnknownBrain, match="unknown planner mode 'nope'; known: ") as caught:
         HARRY_BRAINS.create("planner:nope", CLASSIC)
+    assert caught.value.code == "unknown_brain"
+    assert set(str(caught.value).rpartition("known: ")[2].split(", ")) == set(MODES)
 
 
 def _searches(outcomes: list[tuple[str, str]]) -> tuple[HarryRecord, ...]:

@@ -23,6 +23,7 @@ from horcrux.rules import CLASSIC
 from horcrux.store import (
     BELIEF_HISTORY_MAX,
     SNAPSHOT_BUDGET_BYTES,
+    CallRecorder,
     Conflict,
     DynamoDbStore,
     GameSnapshot,
@@ -30,8 +31,9 @@ from horcrux.store import (
     MemoryStore,
     NotFound,
     SeatInfo,
-    codec,
+    capacity,
     hash_token,
+    mapping,
     new_snapshot,
     read_log,
     ttl_seconds_from_env,
@@ -250,9 +252,9 @@ def test_every_item_carries_the_games_ttl(store: Any) -> None:
     for location in ("hogwarts", "azkaban"):
         play_move(store, "g1", lambda s, loc=location: _harry_or_pass(s, loc))
         play_move(store, "g1", lambda s: Pass())
-    items = store.raw_items("g1")
-    assert len(items) == 1 + 5  # the snapshot and events 0..4
-    assert {codec.ttl_of(i) for i in items} == {int(T0) + 30 * DAY}
+    raw = store.raw_items("g1")
+    assert len(raw) == 1 + 5  # the snapshot and events 0..4
+    assert {mapping.ttl_of(i) for i in raw} == {int(T0) + 30 * DAY}
 
 
 def test_ttl_defaults_to_30_days_and_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -400,7 +402,7 @@ def test_a_whole_game_costs_one_read_and_one_write_per_move(store: Any) -> None:
     # the hot path's item stays within budget at turn 50 with an opaque 8 KB belief; the
     # belief history is in the log (one point per Harry move), the snapshot keeps the last
     item = store.raw_items("g1")[0]
-    size = codec.item_size(item)
+    size = capacity.item_size(item)
     history = read_log(store, "g1")[1]
     assert [p.turn for p in history] == list(range(1, 51))
     assert snap.belief_history == history[-1:]
@@ -486,14 +488,38 @@ def test_the_stream_carries_every_event_and_flags_the_end(dynamo: DynamoDbStore)
     assert [i for i in images if "winner" in i] == [images[-1]]
 
 
-def test_calls_record_consumed_capacity_and_estimates(dynamo: DynamoDbStore) -> None:
-    make_game(dynamo)
-    dynamo.calls.clear()
-    play_move(dynamo, "g1", lambda s: Attack(location="hogwarts"))
-    get, write = dynamo.calls
+def test_calls_record_consumed_capacity_and_estimates(aws_env: None, clock: Clock) -> None:
+    recorder = CallRecorder()
+    with mock_aws():
+        dynamo = DynamoDbStore(clock=clock, recorder=recorder)
+        dynamo.create_tables()
+        make_game(dynamo)
+        recorder.calls.clear()
+        play_move(dynamo, "g1", lambda s: Attack(location="hogwarts"))
+    get, write = recorder.calls
     assert get.op == "GetItem" and get.reported_units is not None and get.read_units == 1.0
+    assert get.target == "SNAPSHOT"
     assert write.op == "TransactWriteItems" and write.write_units >= 4.0
     assert write.item_bytes > get.item_bytes > 0
+
+
+def test_by_default_a_store_keeps_nothing_per_call(dynamo: DynamoDbStore) -> None:
+    """A Lambda container's store lives for thousands of calls: none may grow its memory."""
+
+    def sizes() -> dict[str, int]:
+        return {k: len(v) for k, v in vars(dynamo).items() if hasattr(v, "__len__")}
+
+    make_game(dynamo, seed=3)
+    play_move(dynamo, "g1", lambda s: Search(location="hogwarts"))
+    dynamo.events("g1")
+    before = sizes()
+    final = play_to_end(dynamo, "g1")
+    for _ in range(50):
+        dynamo.load("g1")
+        dynamo.events("g1")
+    assert final.version > 10 and sum(dynamo.op_counts.values()) > 100  # many calls made
+    assert dynamo.recorder is None
+    assert sizes() == before  # op_counts: one key per operation name, all seen already
 
 
 def test_the_client_is_created_lazily(aws_env: None) -> None:
@@ -515,13 +541,13 @@ def test_only_the_dynamodb_adapter_imports_boto3() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# ---------------------------------------------------------------- codec
+# ---------------------------------------------------------------- capacity
 def test_item_size_counts_names_and_values_as_dynamodb_does() -> None:
-    assert codec.item_size({"ab": {"S": "xyz"}}) == 5
-    assert codec.item_size({"n": {"N": "12345"}}) == 1 + 4
-    assert codec.item_size({"n": {"N": "-0.0100"}}) == 1 + 2
-    assert codec.item_size({"b": {"B": b"\x00" * 10}}) == 11
-    assert codec.item_size({"m": {"M": {"k": {"S": "v"}}}}) == 1 + 3 + 1 + 1 + 1
-    assert codec.item_size({"l": {"L": [{"BOOL": True}, {"NULL": True}]}}) == 1 + 3 + 2 + 2
-    assert codec.read_units(4096) == 1.0 and codec.read_units(4097) == 2.0
-    assert codec.write_units(1025, transactional=True) == 4.0
+    assert capacity.item_size({"ab": {"S": "xyz"}}) == 5
+    assert capacity.item_size({"n": {"N": "12345"}}) == 1 + 4
+    assert capacity.item_size({"n": {"N": "-0.0100"}}) == 1 + 2
+    assert capacity.item_size({"b": {"B": b"\x00" * 10}}) == 11
+    assert capacity.item_size({"m": {"M": {"k": {"S": "v"}}}}) == 1 + 3 + 1 + 1 + 1
+    assert capacity.item_size({"l": {"L": [{"BOOL": True}, {"NULL": True}]}}) == 1 + 3 + 2 + 2
+    assert capacity.read_units(4096) == 1.0 and capacity.read_units(4097) == 2.0
+    assert capacity.write_units(1025, transactional=True) == 4.0

@@ -135,6 +135,32 @@ def test_ally_status_in_the_view() -> None:
     assert harry_view(state).allies["ron"].available
 
 
+def test_both_seats_count_an_allys_rest_alike_turn_by_turn() -> None:
+    """Voldemort acts between Harry's turns t and t + 1: he must see the rests Harry sees
+    on turn t + 1 (Ron rests 4: used on turn 2, he is back on turn 7)."""
+    state, _ = engine.new_game(STANDARD, 4)
+    harry_seen: dict[int, dict[str, tuple[int, bool]]] = {}
+    voldemort_seen: dict[int, dict[str, tuple[int, bool]]] = {}
+    plan = {2: Ally(ally="ron", locations=("hogwarts", "azkaban"))}
+    plan[3] = Ally(ally="hermione", locations=("gringotts",))
+    plan[7] = Ally(ally="ron", locations=("hogsmeade", "the-burrow"))
+    while state.turn <= 12:
+        view = harry_view(state) if state.phase == "harry" else voldemort_view(state)
+        seen = harry_seen if state.phase == "harry" else voldemort_seen
+        seen[state.turn] = {n: (a.rest, a.available) for n, a in view.allies.items()}
+        if state.phase == "harry":
+            state, _ = engine.apply(state, plan.get(state.turn, Search(location="hogwarts")))
+        else:
+            state, _ = engine.apply(state, Pass())
+    for turn in range(1, 12):
+        assert voldemort_seen[turn] == harry_seen[turn + 1], turn
+    ron = [harry_seen[t]["ron"] for t in range(1, 13)]
+    rests = [0, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0]  # turns 1-12
+    assert ron == [(r, r == 0) for r in rests]
+    assert harry_seen[4]["hermione"] == (STANDARD.allies["hermione"].rest, False)
+    assert voldemort_seen[2]["ron"] == (4, False)  # right after Ron's search: rests 4
+
+
 def test_replay_only_after_the_end_and_carries_the_truth() -> None:
     states = walk("classic", 11, 12)
     state, started = engine.new_game(preset("classic"), 11)

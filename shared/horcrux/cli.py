@@ -422,7 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     ply.add_argument(
         "--local", action="store_true", help="start an embedded local server and play on it"
     )
-    ply.add_argument("--seat", choices=("harry", "voldemort"), default="harry")
+    ply.add_argument(
+        "--seat",
+        choices=("harry", "voldemort"),
+        default=None,
+        help="your seat: default harry in a new game, the free seat with --join",
+    )
     ply.add_argument("--rules", choices=sorted(PRESETS), default=None, help="default standard")
     ply.add_argument("--harry", default=None, help="AI Harry's brain (with --seat voldemort)")
     ply.add_argument("--voldemort", default=None, help="AI Voldemort's brain (with --seat harry)")

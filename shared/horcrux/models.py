@@ -151,5 +151,20 @@ class GameState(_Frozen):
         return self.rules.horcruxes - self.destroyed
 
     def ally_rest(self, ally: AllyName) -> int:
-        """Turns until `ally` may act again (0: available now, if uses remain)."""
-        return max(0, self.ally_ready_turn.get(ally, 0) - self.turn)
+        """Harry's turns still to come on which `ally` cannot act (0: on his next turn, if
+        uses remain). The same count in every phase, so both seats' views agree."""
+        return ally_rest(self.ally_ready_turn.get(ally, 0), self.turn, self.phase)
+
+
+def next_harry_turn(turn: int, phase: Phase) -> int:
+    """The turn of Harry's next action: this one while it is his phase, else the next."""
+    return turn if phase == "harry" else turn + 1
+
+
+def ally_rest(ready_turn: int, turn: int, phase: Phase) -> int:
+    """Harry's turns still to come before the turn `ready_turn` on which an ally acts again.
+
+    An ally used on turn t with a rest of r is ready on turn t + r + 1: Harry's turns
+    t + 1 .. t + r are its rest. Voldemort, who acts between Harry's turns t and t + 1,
+    sees the same r as Harry on turn t + 1."""
+    return max(0, ready_turn - next_harry_turn(turn, phase))

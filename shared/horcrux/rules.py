@@ -67,7 +67,7 @@ class AllyRules(BaseModel):
 
 
 class RuleSet(BaseModel):
-    """Every number of GAME.md, so that variants stay one object away."""
+    """Every number of the rules (docs/RULES.md), so that variants stay one object away."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""What each seat may see (GAME.md, "Who sees what").
+"""What each seat may see (docs/RULES.md, "Who sees what").
 
 Harry's view and the spectator's view are built from public fields only: never the true
 positions, the decoys, Voldemort's actions or the seed (which would let anyone recompute

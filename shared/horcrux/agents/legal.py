@@ -31,6 +31,7 @@ from horcrux.models import (
     Relocate,
     Search,
     VoldemortAction,
+    next_harry_turn,
 )
 from horcrux.rules import ALLY_NAMES, AllyName
 from horcrux.views import HarryView, VoldemortView
@@ -271,7 +272,9 @@ def _shadow_harry(view: HarryView) -> GameState:
         attacks_left=view.attacks_left,
         relocations_left=0,
         decoys_left=0,
-        ally_ready_turn={n: view.turn + s.rest for n, s in view.allies.items()},
+        ally_ready_turn={
+            n: next_harry_turn(view.turn, view.phase) + s.rest for n, s in view.allies.items()
+        },
         ally_uses_left={n: s.uses_left for n, s in view.allies.items() if s.uses_left is not None},
         winner=view.winner,
         end_reason=view.end_reason,

@@ -1,20 +1,20 @@
 """Zero-token planner brains on Layer 2 belief maps.
 
 * `planner` (`planner:trigger|hazard|static|mixture|robust`): the exact Bayes map
-  (`horcrux.belief.bayes`, default `mixture` = model averaging) and BELIEF.md section 4:
-  attack the most likely location when its occupancy reaches the threshold for the spare
-  attacks left, when no more turns than Horcruxes remain, or (the endgame) when the
-  attacks left cover every turn left; else take the action with
+  (`horcrux.belief.bayes`, default `mixture` = model averaging) and the reference rule
+  (docs/MEMORY.md): attack the most likely location when its occupancy reaches the
+  threshold for the spare attacks left, when no more turns than Horcruxes remain, or (the
+  endgame) when the attacks left cover every turn left; else take the action with
   the most expected information this turn: Harry's search, Hermione's sharper search,
   Ron's two searches or Dumbledore's exact reveal (allies as `view.allies` allows).
-* `planner-window:W`: the trigger planner with BELIEF.md section 4's rule as written
-  (no endgame) rebuilding his belief each turn from only his last W observations (the
-  memory ablation of BELIEF.md section 6; the rebuild's prior is explained on
+* `planner-window:W`: the trigger planner with the reference rule (no endgame)
+  rebuilding his belief each turn from only his last W observations (the memory
+  ablation; the rebuild's prior is explained on
   `WindowPlannerHarry`); `planner-window:full` is the same Harry remembering everything.
 
 Among equally good locations every planner takes the first in a per-turn shuffled order
 (`tie_order`), not board order: see `tie_order` and `WindowPlannerHarry`.
-* `seed-heuristic`: the article's map and rule (attack the top location when the map's
+* `seed-heuristic`: the seed heuristic's map and rule (attack the top location when the map's
   entropy is below 1 bit, else search the top location; 10% of turns search a random
   non-top location instead).
 
@@ -55,7 +55,7 @@ from horcrux.views import HarryView
 
 @dataclass(frozen=True)
 class PlannerParams:
-    """The planner's knobs (BELIEF.md section 4 gives the hand-set starting points).
+    """The planner's knobs (the reference rule's values are the hand-set starting points).
 
     `thresholds[s]`: attack the top location when its occupancy is at least this with s
     spare attacks (attacks left - Horcruxes left), the last entry for s or more.
@@ -64,14 +64,14 @@ class PlannerParams:
     `endgame`: attack the likeliest location whenever the attacks left cover every turn
     left. An attack reveals its location exactly (a perfect search) and destroys what it
     finds; its one cost is an attack, and once attacks can no longer run out before the
-    turns do, that cost is nil: an unused attack is worth nothing at the end. BELIEF.md
-    section 4's rule (thresholds only) is `endgame=False`.
+    turns do, that cost is nil: an unused attack is worth nothing at the end. The
+    reference rule (thresholds only) is `endgame=False`.
     """
 
     thresholds: tuple[float, ...] = (0.90, 0.75, 0.60, 0.50)
     dumbledore_min: float = 0.30
     dumbledore_weight: float = 1.0
-    info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (BELIEF.md I_j)
+    info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (the I_j)
     ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
     endgame: bool = True
 
@@ -222,7 +222,7 @@ def forced_attack(view: HarryView, params: PlannerParams) -> bool:
 
 
 def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
-    """BELIEF.md section 4 on a Bayes map: threshold attack, else most informative action."""
+    """The planner's rule on a Bayes map: threshold attack, else most informative action."""
     rules = view.rules
     locs = rules.locations
     m = belief.marginals()
@@ -281,14 +281,15 @@ never comes (docs/MEMORY.md has the sweep)."""
 
 
 REFERENCE_RULE = PlannerParams(endgame=False)
-"""BELIEF.md section 4's decision rule as written (thresholds, no endgame): the rule of
-GAME.md's reference Bayes Harry, which the memory-window ablation reproduces."""
+"""The reference rule (thresholds, no endgame; docs/MEMORY.md restates it): the rule of
+the reference Bayes Harry, which the memory-window ablation reproduces."""
 
 
 REFERENCE_TRUST = 2.0 / 3.0
 """The default rebuild's trust in the forecast of the forgotten turns: two parts forecast
-to one part ignorance. GAME.md does not say what its reference ablation assumed there;
-this one number is fitted to its W = 8 row (docs/MEMORY.md), W = 16 and 32 follow."""
+to one part ignorance. The specification's reference figures do not say what their
+ablation assumed there; this one number is fitted to the W = 8 figure (docs/MEMORY.md),
+W = 16 and 32 follow."""
 
 REBUILD_PRIORS: dict[str, float | None] = {
     "reference": REFERENCE_TRUST,
@@ -321,11 +322,11 @@ def rebuild_trust(prior: str | float) -> float | None:
 class WindowPlannerHarry(PlannerHarry):
     """The planner, but rebuilding its belief each turn from its last W observations only.
 
-    Same reasoning, different memory (BELIEF.md section 6): the Harry of GAME.md's
-    reference ablation, "the exact Bayes filter with a relocation model,
-    information-gain searches, attack thresholds": by default the trigger model (it is
-    also three times cheaper to rebuild than the mixture) and BELIEF.md section 4's
-    decision rule as written (`REFERENCE_RULE`: thresholds, no endgame); only the
+    Same reasoning, different memory: the reference Bayes Harry of the specification's
+    memory ablation (an exact Bayes filter with a relocation model, information-gain
+    searches, attack thresholds): by default the trigger model (it is also three times
+    cheaper to rebuild than the mixture) and the reference rule (`REFERENCE_RULE`:
+    thresholds, no endgame); only the
     record the belief is rebuilt from is cut to the last W observations ("events": one
     per search or attack, Ron's use counting two; in the classic preset, turns). While
     the whole game fits in the window the belief is folded in turn by turn, exactly the
@@ -342,7 +343,7 @@ class WindowPlannerHarry(PlannerHarry):
     of charges left and decoys planted equally likely) by a trust in [0, 1]. `prior`
     names the trust, or gives it as a number:
 
-    * `reference` (default): 2/3, fitted to GAME.md's W = 8 row (`REFERENCE_TRUST`);
+    * `reference` (default): 2/3, fitted to the W = 8 reference figure (`REFERENCE_TRUST`);
     * `forecast`: 1, the forecast alone (as well calibrated as the default, and stronger);
     * `hedged`: 1/2, equal odds; `uniform`: 0, ignorance;
     * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
@@ -404,7 +405,7 @@ class WindowPlannerHarry(PlannerHarry):
 
 
 class SeedHeuristicHarry:
-    """The article's rule on its own map: attack the top when H < 1 bit, else search it."""
+    """The seed heuristic's rule on its map: attack the top when H < 1 bit, else search it."""
 
     name = "seed-heuristic"
     EXPLORE = 0.10
@@ -485,7 +486,7 @@ def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
 
 
 @HARRY_BRAINS.register(
-    "seed-heuristic", description="the article's belief map and rule, as written"
+    "seed-heuristic", description="the seed heuristic's belief map and rule, as first specified"
 )
 def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
     return SeedHeuristicHarry(options.rules)

@@ -1,4 +1,4 @@
-"""Layer 2: belief maps (`BayesBelief`, the exact filter; `HeuristicBelief`, the article's)."""
+"""Layer 2: belief maps (`BayesBelief`, the exact filter; `HeuristicBelief`, the seed map)."""
 
 from horcrux.belief.base import BeliefMap, BeliefPoint
 from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief

@@ -1,10 +1,10 @@
-"""The exact Bayes belief map (BELIEF.md sections 2 and 3), with adversary-model averaging.
+"""The exact Bayes belief map, with adversary-model averaging (docs/MEMORY.md, "L2").
 
 Hidden state
     The set S of locations holding a real Horcrux (all C(N, k) sets of size k, k the
     Horcruxes left) joined with Voldemort's remaining relocation charges r = 0..R: for the
     classic preset 455 x 4 = 1,820 weights. Beside it, per location j, the decoy
-    probability c_j = P(decoy at j | no Horcrux at j), kept factorised (BELIEF.md section 2).
+    probability c_j = P(decoy at j | no Horcrux at j), kept factorised.
 
 Observations (all exact Bayes on the weights)
     * search at j with sensor (d, f) (Harry's, Ron's two, Hermione's own): sets with j
@@ -18,7 +18,7 @@ Predictive step (what Voldemort may have done after Harry's turn), one per adver
     * `trigger`: mass of the sets holding j moves when a positive arrived at j this turn
       and charges remain (probability `trigger`, one charge, uniform destination among the
       N-k locations without a Horcrux; the first positive of the turn at a real Horcrux,
-      as GAME.md's reference adversary does);
+      as the reference Voldemort of docs/RULES.md does);
     * `hazard`: any set with charges left moves one of its Horcruxes with probability h
       per turn (uniform Horcrux, uniform destination), using a charge;
     * `static`: nothing moves.
@@ -46,7 +46,7 @@ Snapshot
     observations fed to it, so `snapshot()` stores those (a few bytes per turn, zlib'd:
     about 200 bytes at turn 50) and `restore()` replays them through the same code: the
     restored map is bit-identical, hence so are the decisions taken from it. This is the
-    article's layering: Layer 2 is recomputed from the Layer 3 event record.
+    layering of docs/MEMORY.md: Layer 2 is recomputed from the Layer 3 event record.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""The `seed-heuristic` belief map: the published article's map, as written.
+"""The `seed-heuristic` belief map: the seed heuristic's map, as first specified.
 
-Update rule (BELIEF.md section 1, the article's `HorcruxBeliefMap.update`):
+Update rule (the whole of it; docs/MEMORY.md, "The reference this page measures against"):
   * a `positive` multiplies the searched location by 3, a `negative` by 0.1;
   * a `destroyed` sets it to 0;
   * then every location not updated for more than 10 turns is multiplied by 0.7;
   * then the map is renormalised to sum to 1.
-The article names no rule for the other outcomes; the project's choices, kept as close
-to the article as it allows: a wasted attack (`decoy`, "destroyed, but it was a decoy!",
-or `empty`) also sets the location to 0 (the article counts the decoy among its
+The heuristic names no rule for the other outcomes; the project's choices, kept as close
+to it as it allows: a wasted attack (`decoy`, "destroyed, but it was a decoy!", or
+`empty`) also sets the location to 0 (the heuristic counts the decoy among its
 "destroyed" signals), and Dumbledore's reveal counts as a positive (`horcrux`) or a
-destroyed (`decoy` / `empty`). Zeroes are permanent, as in the article's code.
+destroyed (`decoy` / `empty`). Zeroes are permanent, as the heuristic has them.
 
 Why it loses (0.2% against the reference Voldemort, worse calibrated than knowing nothing):
   * x3 / x0.1 is exact Bayes for a sensor with d = 0.93, f = 0.31, not ours (0.80 /
@@ -22,7 +22,7 @@ Why it loses (0.2% against the reference Voldemort, worse calibrated than knowin
     location dominates, which against a relocating adversary rarely happens in time;
   * it cannot tell a decoy from a Horcrux, nor a relocation from a false positive.
 
-`entropy()` is the entropy in bits of the normalised map (the article's gate quantity).
+`entropy()` is the entropy in bits of the normalised map (the heuristic's gate quantity).
 `occupancy()` is the map scaled to sum to the Horcruxes left, capped at 1 per location
 (the excess is spread over the others in proportion, so the Protocol's [0, 1] holds).
 """
@@ -44,7 +44,7 @@ STALE_TURNS = 10
 
 
 class HeuristicBelief:
-    """The article's multiplicative map over locations (a named baseline, not a filter)."""
+    """The seed heuristic's multiplicative map over locations (a named baseline, not a filter)."""
 
     name = "seed-heuristic"
 
@@ -88,7 +88,7 @@ class HeuristicBelief:
 
     def _normalise(self) -> None:
         total = sum(self.beliefs.values())
-        if total <= 0.0:  # everything zeroed: back to uniform (the article does not say)
+        if total <= 0.0:  # everything zeroed: back to uniform (the heuristic does not say)
             n = len(self.beliefs)
             self.beliefs = dict.fromkeys(self.beliefs, 1.0 / n)
             return

@@ -109,6 +109,15 @@ class HorcruxClient:
         result: Payload = self.request("POST", f"/games/{_q(game_id)}/seats/{_q(seat)}")
         return result
 
+    def free_seats(self, game_id: str) -> list[str]:
+        """The human seats of a game no one has taken yet, Harry's first (one read)."""
+        seats: Payload = self.game(game_id)["seats"]
+        return [
+            name
+            for name in ("harry", "voldemort")
+            if seats[name]["kind"] == "human" and not seats[name]["taken"]
+        ]
+
     def game(self, game_id: str, token: str | None = None) -> Payload:
         result: Payload = self.request("GET", f"/games/{_q(game_id)}", token=token)
         return result

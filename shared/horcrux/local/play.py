@@ -393,7 +393,7 @@ class Session:
         if self.game["status"] == "open":
             self.say(
                 f"Waiting for a player to take the {self.opponent} seat "
-                f"(horcrux play --join {self.game_id} --seat {self.opponent}) ..."
+                f"(horcrux play --join {self.game_id}) ..."
             )
         else:
             self.say(f"{self.opponent.capitalize()} is thinking ...")
@@ -495,20 +495,31 @@ class Session:
         return 0
 
 
+class NoFreeSeat(Exception):
+    """`--join` a game whose human seats are all taken (or that has none)."""
+
+
 def start_session(
     client: HorcruxClient,
     *,
-    seat: str = "harry",
+    seat: str | None = None,
     rules: str | None = None,
     harry: str | None = None,
     voldemort: str | None = None,
     seed: int | None = None,
     join: str | None = None,
-) -> tuple[str, str]:
-    """Create a game (the person's seat human, the other an AI) or join one: (id, token)."""
+) -> tuple[str, str, str]:
+    """Create a game (the person's seat human, the other an AI; Harry unless `seat` says)
+    or join one, taking `seat` or else the game's free seat: (id, token, seat)."""
     if join is not None:
+        if seat is None:
+            free = client.free_seats(join)
+            if not free:
+                raise NoFreeSeat(f"game {join} has no free seat to join")
+            seat = free[0]
         joined = client.join(join, seat)
-        return str(joined["game_id"]), str(joined["token"])
+        return str(joined["game_id"]), str(joined["token"]), str(joined["seat"])
+    seat = seat or "harry"
     ai_brain = voldemort if seat == "harry" else harry
     ai: Payload = {"kind": "ai"}
     if ai_brain:
@@ -517,13 +528,13 @@ def start_session(
     if seat == "voldemort":
         seats = {"harry": ai, "voldemort": {"kind": "human"}}
     created = client.create_game(seats["harry"], seats["voldemort"], rules=rules, seed=seed)
-    return str(created["game_id"]), str(created["token"])
+    return str(created["game_id"]), str(created["token"]), seat
 
 
 def play(
     api: str,
     *,
-    seat: str = "harry",
+    seat: str | None = None,
     rules: str | None = None,
     harry: str | None = None,
     voldemort: str | None = None,
@@ -534,10 +545,11 @@ def play(
     err: TextIO = sys.stderr,
     on_ready: Callable[[str], None] | None = None,
 ) -> int:
-    """`horcrux play` against the API at `api`; the exit status."""
+    """`horcrux play` against the API at `api`; the exit status. Without `seat` a new game
+    seats the person as Harry, and `join` takes the game's free seat."""
     client = HorcruxClient(api)
     try:
-        game_id, token = start_session(
+        game_id, token, seat = start_session(
             client, seat=seat, rules=rules, harry=harry, voldemort=voldemort, seed=seed, join=join
         )
         if on_ready is not None:
@@ -554,7 +566,7 @@ def play(
     except ApiError as exc:
         print(f"horcrux play: {exc.status} {exc.code}: {exc.message}", file=err)
         return 1
-    except TimeoutError as exc:
+    except (TimeoutError, NoFreeSeat) as exc:
         print(f"horcrux play: {exc}", file=err)
         return 1
 
@@ -572,6 +584,7 @@ def play_local(**kwargs: Any) -> int:
 
 __all__ = [
     "InputError",
+    "NoFreeSeat",
     "Session",
     "parse_action",
     "planner_belief",

@@ -6,7 +6,7 @@ Let `occ[l]` be the map's occupancy, P(location l holds a real Horcrux), which s
 k, the number of Horcruxes left, over n locations. Normalise it, `p[l] = occ[l] / sum(occ)`.
 With k Horcruxes left no `p[l]` can exceed 1/k, so every entropy of `p` is at least
 log2(k): the raw entropy of a map that is sure of all three Horcruxes is still
-log2(3) = 1.58 bits, above the article's 1-bit gate. The gate therefore measures the
+log2(3) = 1.58 bits, above a 1-bit gate. The gate therefore measures the
 *excess* over log2(k), which reads 0 when Harry is sure, whatever k is. Two orders:
 
 `min-entropy` (the default), the excess min-entropy (Renyi order infinity):
@@ -19,7 +19,7 @@ log2(3) = 1.58 bits, above the article's 1-bit gate. The gate therefore measures
 
 Both are clipped below at 0 (a map breaking the cap occ <= 1), are 0 when k = 0 or the
 map is all zero, and lie in [0, log2(n/k)] for a valid map: 2.32 bits for k = 3 of 15
-(a uniform map), 2.91 for k = 2, 3.91 for k = 1 (where E_sh is the article's entropy).
+(a uniform map), 2.91 for k = 2, 3.91 for k = 1 (where E_sh is the map's plain entropy).
 Always E_min <= E_sh (min-entropy never exceeds Shannon entropy).
 
 Why `min-entropy` by default: the zero tier acts without thinking, and the act is to
@@ -37,8 +37,8 @@ The tiers
 `compressed` (the ~55-token prompt) when `low` <= E < `high`, `full` (200-500 tokens)
 when E >= `high`. The `narrative` tier (the whole turn log) is never chosen by the
 measure; `force` pins every decision to one tier (for ablations). Defaults: low = 1.0 bit
-(the article's: the top attack succeeds with p > 1/2), high = 2.0 bits (top occupancy
-below 1/4; not the article's 2.5: with k = 3 neither measure can exceed 2.32, so 2.5
+(the top attack succeeds with p > 1/2), high = 2.0 bits (top occupancy below 1/4; not
+the 2.5 first specified: with k = 3 neither measure can exceed 2.32, so 2.5
 would make the full tier unreachable until a Horcrux falls), epsilon = 0.10.
 
 Exploration: with probability epsilon a zero-tier decision explores instead: the caller

@@ -1,7 +1,7 @@
 """Layer 3 and the hot path behind a port: `GameStore`, with an in-memory and a DynamoDB
 adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily."""
 
-from horcrux.store.dynamodb import DynamoDbStore, DynamoSettings
+from horcrux.store.dynamodb import CallRecorder, DynamoDbStore, DynamoSettings
 from horcrux.store.memory import MemoryStore
 from horcrux.store.port import (
     BELIEF_HISTORY_MAX,
@@ -32,6 +32,7 @@ __all__ = [
     "SNAPSHOT_BUDGET_BYTES",
     "AnyEvent",
     "BeliefPoint",
+    "CallRecorder",
     "Conflict",
     "DynamoDbStore",
     "DynamoSettings",

@@ -4,8 +4,8 @@ conflict. No I/O here (boto3 stays in `horcrux.store.dynamodb`)."""
 
 from __future__ import annotations
 
-from horcrux.store import codec, results
-from horcrux.store.codec import Item
+from horcrux.store import capacity, mapping, results, wire
+from horcrux.store.capacity import Item
 from horcrux.store.port import (
     MAX_ITEM_BYTES,
     AnyEvent,
@@ -24,7 +24,7 @@ JOIN_ATTEMPTS = 3
 # ---------------------------------------------------------------- keys
 def snapshot_key(game_id: str) -> Item:
     """The games-table key of a game's snapshot (`GAME#<id>` / `SNAPSHOT`)."""
-    return {"pk": {"S": codec.game_pk(game_id)}, "sk": {"S": codec.SNAPSHOT_SK}}
+    return {"pk": {"S": mapping.game_pk(game_id)}, "sk": {"S": mapping.SNAPSHOT_SK}}
 
 
 def key_of(item: Item) -> tuple[str, str]:
@@ -35,7 +35,7 @@ def key_of(item: Item) -> tuple[str, str]:
 # ---------------------------------------------------------------- items
 def checked_sizes(*items: Item) -> tuple[int, ...]:
     """The items' sizes; ItemTooLarge for the first one above DynamoDB's item limit."""
-    sizes = tuple(codec.item_size(i) for i in items)
+    sizes = tuple(capacity.item_size(i) for i in items)
     for size in sizes:
         if size > MAX_ITEM_BYTES:
             raise ItemTooLarge(f"item of {size} bytes exceeds {MAX_ITEM_BYTES}")
@@ -44,21 +44,21 @@ def checked_sizes(*items: Item) -> tuple[int, ...]:
 
 def turn_items(snapshot: GameSnapshot, event: AnyEvent) -> tuple[Item, Item]:
     """The snapshot item and the event item one turn (or a game's start) writes."""
-    return codec.encode_snapshot(snapshot), codec.encode_turn_event(snapshot, event)
+    return mapping.encode_snapshot(snapshot), mapping.encode_turn_event(snapshot, event)
 
 
 def result_item(summary: GameSummary, belief_history: tuple[BeliefPoint, ...]) -> Item:
     """The `GAME#<id>` / `RESULT` item, with the belief history blob if there is one."""
-    blob = codec.encode_history(belief_history) if belief_history else None
+    blob = wire.encode_history(belief_history) if belief_history else None
     return results.encode_result(summary, blob)
 
 
 # ---------------------------------------------------------------- reads (TTL is lazy)
 def live_snapshot(item: Item | None, now: float) -> GameSnapshot | None:
     """The snapshot an item holds; None if there is no item or it has expired."""
-    if not item or codec.is_expired(item, now):
+    if not item or mapping.is_expired(item, now):
         return None
-    return codec.decode_snapshot(item)
+    return mapping.decode_snapshot(item)
 
 
 def event_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -> EventPage:
@@ -66,12 +66,12 @@ def event_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -
     `more`: the read itself was cut short), expired ones left out."""
     more = more or len(raw) > limit
     page = raw[:limit]
-    live = [i for i in page if not codec.is_expired(i, now)]
+    live = [i for i in page if not mapping.is_expired(i, now)]
     next_after = int(page[-1]["seq"]["N"]) if more and page else None
     return EventPage(
-        events=[codec.decode_event(i) for i in live],
+        events=[mapping.decode_event(i) for i in live],
         next_after=next_after,
-        belief_history=codec.decode_event_points(live),
+        belief_history=mapping.decode_event_points(live),
     )
 
 
@@ -80,7 +80,7 @@ def lobby_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -
     them; `more`: the read itself was cut short), expired ones left out."""
     more = more or len(raw) > limit
     page = raw[:limit]
-    games = [codec.decode_lobby_entry(i) for i in page if not codec.is_expired(i, now)]
+    games = [mapping.decode_lobby_entry(i) for i in page if not mapping.is_expired(i, now)]
     return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
 
 

@@ -4,7 +4,9 @@ Two tables (docs/STORE.md): the events table (pk `GAME#<id>`, sk `seq` number, a
 and the games table (pk/sk strings: the snapshot at `GAME#<id>` / `SNAPSHOT`, with a
 sparse `lobby` index). A turn is one GetItem (ConsistentRead) of the snapshot and one
 TransactWriteItems (the event if its seq is new + the snapshot if the version has not
-moved). Every call asks for ReturnConsumedCapacity TOTAL and is recorded in `calls`.
+moved). Every call asks for ReturnConsumedCapacity TOTAL; a `CallRecorder`, if one is
+given (the benchmarks: opt-in, so a long-lived Lambda container keeps nothing per call),
+records each call's capacity, the estimate from the item sizes and its latency.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec, common, results
-from horcrux.store.codec import Item
+from horcrux.store import capacity, common, mapping, results
+from horcrux.store.capacity import Item
 from horcrux.store.common import JOIN_ATTEMPTS, checked_sizes, snapshot_key
 from horcrux.store.port import (
     AnyEvent,
@@ -80,6 +82,18 @@ class CallRecord:
     """For a GetItem, the sort key read (`SNAPSHOT`, `OPP#...#MEMORY`, ...)."""
 
 
+class CallRecorder:
+    """Keeps a `CallRecord` per API call of the stores it is given to: opt-in, for the
+    benchmarks and the tests that read capacity (`DynamoDbStore(recorder=...)`, or set
+    `store.recorder`). Without one a store records nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[CallRecord] = []
+
+    def record(self, call: CallRecord) -> None:
+        self.calls.append(call)
+
+
 class DynamoDbStore:
     """`GameStore` on DynamoDB. The boto3 client is created on first use, not at import."""
 
@@ -89,13 +103,15 @@ class DynamoDbStore:
         *,
         client: DynamoDBClient | None = None,
         clock: Callable[[], float] = time.time,
+        recorder: CallRecorder | None = None,
     ) -> None:
         self.settings = settings or DynamoSettings()
         self._client = client
         self._clock = clock
         self.op_counts: Counter[str] = Counter()
         """API calls actually sent, by operation name (counted by a botocore hook)."""
-        self.calls: list[CallRecord] = []
+        self.recorder = recorder
+        """Where each call's `CallRecord` goes; None (the default): nowhere."""
         if client is not None:
             self._hook(client)
 
@@ -126,37 +142,10 @@ class DynamoDbStore:
             ReturnConsumedCapacity="TOTAL", **kw
         )
         elapsed = time.perf_counter() - start
-        sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
-        self._record(op, response, read, written, elapsed, sort_key)
+        if self.recorder is not None:
+            sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
+            self.recorder.record(_call_record(op, response, read, written, elapsed, sort_key))
         return response
-
-    def _record(
-        self,
-        op: str,
-        response: dict[str, Any],
-        read: int,
-        written: tuple[int, ...],
-        secs: float,
-        target: str = "",
-    ) -> None:
-        consumed = response.get("ConsumedCapacity")
-        entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
-        reported = sum(float(e.get("CapacityUnits", 0.0)) for e in entries) if entries else None
-        if op == "GetItem":
-            item = response.get("Item")
-            read = codec.item_size(item) if item else 0
-        transactional = op == "TransactWriteItems"
-        self.calls.append(
-            CallRecord(
-                op=op,
-                reported_units=reported,
-                read_units=codec.read_units(read) if op in ("GetItem",) else 0.0,
-                write_units=sum(codec.write_units(w, transactional=transactional) for w in written),
-                item_bytes=read + sum(written),
-                seconds=secs,
-                target=target,
-            )
-        )
 
     # ------------------------------------------------------------ tables (local use)
     def create_tables(self) -> None:
@@ -294,7 +283,7 @@ class DynamoDbStore:
             if reasons is None:
                 raise
             cancelled(reasons)
-        return codec.as_stored(snapshot)
+        return mapping.as_stored(snapshot)
 
     # ------------------------------------------------------------ the port
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
@@ -363,7 +352,7 @@ class DynamoDbStore:
             KeyConditionExpression="#pk = :pk AND #seq > :after",
             ExpressionAttributeNames={"#pk": "pk", "#seq": "seq"},
             ExpressionAttributeValues={
-                ":pk": {"S": codec.game_pk(game_id)},
+                ":pk": {"S": mapping.game_pk(game_id)},
                 ":after": {"N": str(after)},
             },
             ConsistentRead=True,
@@ -377,7 +366,7 @@ class DynamoDbStore:
         check_limit(limit)
         condition = "#lobby = :open"
         names = {"#lobby": "lobby"}
-        values: Item = {":open": {"S": codec.LOBBY_OPEN}}
+        values: Item = {":open": {"S": mapping.LOBBY_OPEN}}
         if cursor is not None:
             condition += " AND #lsk > :cursor"
             names["#lsk"] = "lobby_sk"
@@ -399,9 +388,9 @@ class DynamoDbStore:
         current = self.load(game_id)
         for _ in range(JOIN_ATTEMPTS):
             after = joined(current, seat, token_hash)
-            item = codec.encode_snapshot(after)
+            item = mapping.encode_snapshot(after)
             put = self._snapshot_put(item, current.version)
-            failed = self._conditional_put(put, (codec.item_size(item),))
+            failed = self._conditional_put(put, (capacity.item_size(item),))
             if failed is None:
                 return after
             current = self._moved(game_id, failed)
@@ -482,13 +471,13 @@ class DynamoDbStore:
 
     def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
         check_repair(expected_version, snapshot)
-        item = codec.encode_snapshot(snapshot)
+        item = mapping.encode_snapshot(snapshot)
         sizes = checked_sizes(item)
         failed = self._conditional_put(self._snapshot_put(item, expected_version), sizes)
         if failed is not None:
             current = self._moved(snapshot.game_id, failed)
             raise common.version_moved(snapshot.game_id, current, expected_version)
-        return codec.as_stored(snapshot)
+        return mapping.as_stored(snapshot)
 
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:
@@ -501,7 +490,7 @@ class DynamoDbStore:
             "TableName": self.settings.events_table,
             "KeyConditionExpression": "#pk = :pk",
             "ExpressionAttributeNames": {"#pk": "pk"},
-            "ExpressionAttributeValues": {":pk": {"S": codec.game_pk(game_id)}},
+            "ExpressionAttributeValues": {":pk": {"S": mapping.game_pk(game_id)}},
         }
         while True:
             response = self.client.query(**kwargs)
@@ -563,3 +552,30 @@ def _binary_fixed(item: Item) -> Item:
         return value
 
     return {k: fix(v) for k, v in item.items()}
+
+
+def _call_record(
+    op: str,
+    response: dict[str, Any],
+    read: int,
+    written: tuple[int, ...],
+    secs: float,
+    target: str,
+) -> CallRecord:
+    """One call's record: the capacity DynamoDB reported and the estimate from the sizes."""
+    consumed = response.get("ConsumedCapacity")
+    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+    reported = sum(float(e.get("CapacityUnits", 0.0)) for e in entries) if entries else None
+    if op == "GetItem":
+        item = response.get("Item")
+        read = capacity.item_size(item) if item else 0
+    transactional = op == "TransactWriteItems"
+    return CallRecord(
+        op=op,
+        reported_units=reported,
+        read_units=capacity.read_units(read) if op == "GetItem" else 0.0,
+        write_units=sum(capacity.write_units(w, transactional=transactional) for w in written),
+        item_bytes=read + sum(written),
+        seconds=secs,
+        target=target,
+    )

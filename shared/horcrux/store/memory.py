@@ -1,6 +1,6 @@
 """The in-memory adapter: the DynamoDB adapter's semantics without I/O, for fast tests.
 
-It holds the same encoded items (`codec`) in two dicts standing for the two tables, takes a
+It holds the same encoded items (`mapping`) in two dicts standing for the two tables, takes a
 lock for each "transaction", never deletes expired items (like moto, and like DynamoDB for
 up to a few days) and filters them on read. `op_counts` counts the DynamoDB operations the
 same call would make, so the contract tests check both adapters' round trips alike.
@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from horcrux.models import GameStarted, Seat
-from horcrux.store import codec, common, results
-from horcrux.store.codec import Item
+from horcrux.store import common, mapping, results
+from horcrux.store.capacity import Item
 from horcrux.store.common import JOIN_ATTEMPTS, key_of, snapshot_key
 from horcrux.store.port import (
     AnyEvent,
@@ -66,13 +66,13 @@ class MemoryStore:
         stored snapshot item and whether the event exists) has not raised."""
         snap_item, event_item = common.turn_items(snapshot, event)
         common.checked_sizes(snap_item, event_item)
-        pk = codec.game_pk(snapshot.game_id)
+        pk = mapping.game_pk(snapshot.game_id)
         with self._lock:
             self.op_counts["TransactWriteItems"] += 1
             check(self._snapshot_item(snapshot.game_id), (pk, event.seq) in self._events)
             self._put_snapshot(snapshot.game_id, snap_item)
             self._events[(pk, event.seq)] = event_item
-        return codec.as_stored(snapshot)
+        return mapping.as_stored(snapshot)
 
     # ------------------------------------------------------------ the port
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
@@ -118,7 +118,7 @@ class MemoryStore:
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)
-        pk = codec.game_pk(game_id)
+        pk = mapping.game_pk(game_id)
         now = self._clock()
         with self._lock:
             self.op_counts["Query"] += 1
@@ -132,7 +132,7 @@ class MemoryStore:
         with self._lock:
             self.op_counts["Query"] += 1
             lobby = sorted(
-                (i for i in self._games.values() if i.get("lobby") == {"S": codec.LOBBY_OPEN}),
+                (i for i in self._games.values() if i.get("lobby") == {"S": mapping.LOBBY_OPEN}),
                 key=lambda i: str(i["lobby_sk"]["S"]),
             )
         if cursor is not None:
@@ -143,7 +143,7 @@ class MemoryStore:
         for _ in range(JOIN_ATTEMPTS):
             current = self.load(game_id)
             after = joined(current, seat, token_hash)
-            item = codec.encode_snapshot(after)
+            item = mapping.encode_snapshot(after)
             with self._lock:
                 self.op_counts["PutItem"] += 1
                 stored = self._live(self._snapshot_item(game_id))
@@ -203,7 +203,7 @@ class MemoryStore:
 
     def repair_snapshot(self, expected_version: int, snapshot: GameSnapshot) -> GameSnapshot:
         check_repair(expected_version, snapshot)
-        item = codec.encode_snapshot(snapshot)
+        item = mapping.encode_snapshot(snapshot)
         common.checked_sizes(item)
         with self._lock:
             self.op_counts["PutItem"] += 1
@@ -213,7 +213,7 @@ class MemoryStore:
             if current.version != expected_version:
                 raise common.version_moved(snapshot.game_id, current, expected_version)
             self._put_snapshot(snapshot.game_id, item)
-        return codec.as_stored(snapshot)
+        return mapping.as_stored(snapshot)
 
     # ------------------------------------------------------------ scope items (ECHO memory)
     def scope_item(self, key: Item) -> Item | None:
@@ -250,7 +250,7 @@ class MemoryStore:
     # ------------------------------------------------------------ diagnostics
     def raw_items(self, game_id: str) -> list[Item]:
         """Every stored item of a game (snapshot first, then events by seq), expired or not."""
-        pk = codec.game_pk(game_id)
+        pk = mapping.game_pk(game_id)
         with self._lock:
             snaps = [i for (p, _), i in self._games.items() if p == pk]
             events = [self._events[k] for k in sorted(k for k in self._events if k[0] == pk)]

@@ -1,0 +1,230 @@
+"""The item mapping: domain values to the items both adapters store, and back.
+
+Items are DynamoDB's low-level attribute values (`{"S": ...}`, `{"N": ...}`, `{"B": ...}`),
+which is what the boto3 client sends and what `capacity.item_size` measures as DynamoDB
+does; the binary attributes are in the formats of `horcrux.store.wire`.
+
+Snapshot item (games table, pk `GAME#<id>`, sk `SNAPSHOT`): small scalar attributes for
+the lobby and for inspection (`v`, `status`, `turn`, `phase`, `rules`, `seats`, `created`,
+`ttl`), the whole `GameState` (`state`, `wire.encode_state`), the Layer-2 snapshot of a
+seat whose brain cannot be rebuilt from its view as opaque bytes (`belief`, a map seat ->
+B; the planner stores none), Harry's latest belief point (`bpt`, `wire.encode_point`), and,
+only while the game is open, the sparse lobby index keys (`lobby`, `lobby_sk`,
+`open_seats`).
+
+Event item (events table, pk `GAME#<id>`, sk `seq` number): `type`, `turn`, `body` (the
+event's JSON), `ttl`, `winner` on the event that ends the game, `next_ai` (`harry` |
+`voldemort`) on an event after which an AI seat must act (both are stream filter keys: the
+compaction Lambda filters on `winner`, the AI-turn Lambdas on `next_ai`), and `bpt` on a
+Harry move an AI Harry made with a belief: the belief point it acted on. The belief
+history lives in the log, one point per event, so no item grows with the game's length
+beyond the state's few bytes per turn (docs/STORE.md, "Item sizes").
+"""
+
+from __future__ import annotations
+
+from horcrux.models import Seat
+from horcrux.store.capacity import Item
+from horcrux.store.port import (
+    BELIEF_HISTORY_MAX,
+    EVENT_ADAPTER,
+    SEATS,
+    AnyEvent,
+    BeliefPoint,
+    GameSnapshot,
+    LobbyEntry,
+    SeatInfo,
+)
+from horcrux.store.wire import (
+    decode_history,
+    decode_point,
+    decode_state,
+    encode_point,
+    encode_state,
+)
+
+SNAPSHOT_SK = "SNAPSHOT"
+LOBBY_OPEN = "open"
+
+
+def game_pk(game_id: str) -> str:
+    return f"GAME#{game_id}"
+
+
+def game_id_of(pk: str) -> str:
+    prefix, _, game_id = pk.partition("#")
+    if prefix != "GAME" or not game_id:
+        raise ValueError(f"not a game key: {pk!r}")
+    return game_id
+
+
+def lobby_sort_key(snapshot: GameSnapshot) -> str:
+    """Oldest first: creation time in milliseconds, zero-padded, then the id (unique)."""
+    return f"{round(snapshot.created_at * 1000):015d}#{snapshot.game_id}"
+
+
+def _n(value: int | float) -> dict[str, str]:
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
+
+
+def event_point(snapshot: GameSnapshot, event: AnyEvent) -> BeliefPoint | None:
+    """The belief point an event item carries: the snapshot's latest point, if it is the
+    one Harry acted on in this event (a `harry_moved` of the same turn)."""
+    if event.type != "harry_moved" or not snapshot.belief_history:
+        return None
+    point = snapshot.belief_history[-1]
+    return point if point.turn == event.turn else None
+
+
+def as_stored(snapshot: GameSnapshot) -> GameSnapshot:
+    """The snapshot as `load` will return it: its belief history cut to the latest point
+    (every point lives in the event of its turn; `EventPage.belief_history`)."""
+    if len(snapshot.belief_history) <= 1:
+        return snapshot
+    return snapshot.model_copy(update={"belief_history": snapshot.belief_history[-1:]})
+
+
+def _encode_seat(info: SeatInfo) -> Item:
+    out: Item = {"kind": {"S": info.kind}}
+    if info.brain is not None:
+        out["brain"] = {"S": info.brain}
+    if info.token_hash is not None:
+        out["tok"] = {"S": info.token_hash}
+    return {"M": out}
+
+
+def _decode_seat(value: Item) -> SeatInfo:
+    m = value["M"]
+    return SeatInfo(
+        kind=m["kind"]["S"],
+        brain=m["brain"]["S"] if "brain" in m else None,
+        token_hash=m["tok"]["S"] if "tok" in m else None,
+    )
+
+
+def encode_snapshot(snapshot: GameSnapshot) -> Item:
+    """The snapshot item. Lobby keys are present only while the game is open (sparse GSI)."""
+    item: Item = {
+        "pk": {"S": game_pk(snapshot.game_id)},
+        "sk": {"S": SNAPSHOT_SK},
+        "v": _n(snapshot.version),
+        "status": {"S": snapshot.status},
+        "turn": _n(snapshot.turn),
+        "phase": {"S": snapshot.phase},
+        "rules": {"S": snapshot.rules_name},
+        "seats": {"M": {seat: _encode_seat(snapshot.seats[seat]) for seat in SEATS}},
+        "state": {"B": encode_state(snapshot.state)},
+        "created": _n(snapshot.created_at),
+        "ttl": _n(snapshot.expires_at),
+    }
+    if snapshot.beliefs:
+        item["belief"] = {"M": {k: {"B": bytes(v)} for k, v in sorted(snapshot.beliefs.items())}}
+    if snapshot.belief_history:
+        item["bpt"] = {"B": encode_point(snapshot.belief_history[-1])}
+    if snapshot.status == "open":
+        item["lobby"] = {"S": LOBBY_OPEN}
+        item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+        item["open_seats"] = {"SS": list(snapshot.open_seats)}
+    return item
+
+
+def decode_snapshot(item: Item) -> GameSnapshot:
+    seats: dict[Seat, SeatInfo] = {seat: _decode_seat(item["seats"]["M"][seat]) for seat in SEATS}
+    beliefs = {k: bytes(v["B"]) for k, v in item.get("belief", {"M": {}})["M"].items()}
+    history: tuple[BeliefPoint, ...] = ()
+    if "bpt" in item:
+        history = (decode_point(bytes(item["bpt"]["B"])),)
+    elif "bhist" in item:  # an item written before the history moved to the log
+        history = decode_history(bytes(item["bhist"]["B"]))[-BELIEF_HISTORY_MAX:]
+    return GameSnapshot(
+        game_id=game_id_of(item["pk"]["S"]),
+        version=int(item["v"]["N"]),
+        seats=seats,
+        state=decode_state(bytes(item["state"]["B"])),
+        beliefs=beliefs,
+        belief_history=history,
+        created_at=float(item["created"]["N"]),
+        expires_at=int(item["ttl"]["N"]),
+    )
+
+
+def decode_lobby_entry(item: Item) -> LobbyEntry:
+    return LobbyEntry(
+        game_id=game_id_of(item["pk"]["S"]),
+        rules_name=item["rules"]["S"],
+        open_seats=tuple(s for s in SEATS if s in item["open_seats"]["SS"]),
+        created_at=float(item["created"]["N"]),
+    )
+
+
+# ---------------------------------------------------------------- events
+def next_ai(snapshot: GameSnapshot) -> Seat | None:
+    """The AI seat that must act next in `snapshot` (None: a person's turn, or the end)."""
+    phase = snapshot.state.phase
+    if phase == "over":
+        return None
+    return phase if snapshot.seats[phase].kind == "ai" else None
+
+
+def encode_event(
+    game_id: str,
+    event: AnyEvent,
+    expires_at: int,
+    next_ai: Seat | None = None,
+    point: BeliefPoint | None = None,
+) -> Item:
+    """The event item; `next_ai` marks an event after which that AI seat must act, `point`
+    is the belief Harry acted on in this event (`bpt`, binary)."""
+    item: Item = {
+        "pk": {"S": game_pk(game_id)},
+        "seq": _n(event.seq),
+        "type": {"S": event.type},
+        "turn": _n(event.turn),
+        "body": {"S": event.model_dump_json()},
+        "ttl": _n(expires_at),
+    }
+    winner = getattr(event, "winner", None)
+    if winner is not None:
+        item["winner"] = {"S": winner}
+    if next_ai is not None:
+        item["next_ai"] = {"S": next_ai}
+    if point is not None:
+        item["bpt"] = {"B": encode_point(point)}
+    return item
+
+
+def encode_turn_event(snapshot: GameSnapshot, event: AnyEvent) -> Item:
+    """The item of the event that leads to `snapshot` (a turn's, or `game_started`)."""
+    return encode_event(
+        snapshot.game_id,
+        event,
+        snapshot.expires_at,
+        next_ai(snapshot),
+        event_point(snapshot, event),
+    )
+
+
+def decode_event(item: Item) -> AnyEvent:
+    return EVENT_ADAPTER.validate_json(item["body"]["S"])
+
+
+def decode_event_point(item: Item) -> BeliefPoint | None:
+    """The belief point an event item carries, if any."""
+    value = item.get("bpt")
+    return decode_point(bytes(value["B"])) if value is not None else None
+
+
+def decode_event_points(items: list[Item]) -> tuple[BeliefPoint, ...]:
+    """The belief points a page of event items carries, in order."""
+    return tuple(decode_point(bytes(i["bpt"]["B"])) for i in items if "bpt" in i)
+
+
+def ttl_of(item: Item) -> int | None:
+    value = item.get("ttl")
+    return int(value["N"]) if value is not None else None
+
+
+def is_expired(item: Item, now: float) -> bool:
+    """TTL deletion is lazy (and moto never deletes): reads must filter expired items."""
+    ttl = ttl_of(item)
+    return ttl is not None and ttl <= now
