@@ -59,7 +59,10 @@ def anthropic_import_ms(layers: dict[str, Path], boto3_dir: Path) -> float:
     runs = [
         float(
             subprocess.run(
-                [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+                [build_layer.host_python(), "-I", "-S", "-c", code],
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
         )
         for _ in range(RUNS)
