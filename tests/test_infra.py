@@ -641,3 +641,19 @@ def test_cfn_lint_finds_no_error_in_the_template(doc: Json, tmp_path: Path) -> N
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ------------------------------------------------------------------ docs/DEPLOY.md
+def test_deploy_md_stands_alone_and_matches_the_stack() -> None:
+    text = (ROOT / "docs" / "DEPLOY.md").read_text()
+    for citation in ("GAME.md", "BELIEF.md", "the article"):
+        assert citation not in text, citation
+    source = (ROOT / "infra" / "names.py").read_text()
+    keys = set(re.findall(r'get\("(\w+)"', source))
+    assert keys >= {"turnReservedConcurrency", "apiRateLimit", "ttlDays"}
+    for key in keys:  # every setting is in the table
+        assert f"`{key}`" in text, key
+    assert "| `turnReservedConcurrency` | 0 (none) |" in text
+    # the cost table's units are the store's (docs/STORE.md: 1 RCU + 4 WCU per move)
+    assert "4 WRU + 1 RRU" in text and "1 RCU + 4 WCU" in (ROOT / "docs" / "STORE.md").read_text()
+    assert "`OperatorTokenSecretArn`" in text and names.OUTPUT_OPERATOR_SECRET in text
