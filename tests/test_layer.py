@@ -81,7 +81,9 @@ def test_the_lock_pins_every_runtime_requirement_with_hashes() -> None:
         (llm, requirements(build_layer.LLM_REQUIREMENTS)),
     ):
         for requirement in wanted:
-            version, _ = lock[build_layer.normalise(requirement.name)]
+            name = build_layer.normalise(requirement.name)
+            assert name in lock, f"{requirement} is not locked: run `make lock`"
+            version, _ = lock[name]
             assert requirement.specifier.contains(version), (requirement, version)
         # every pin, the transitive ones too, has at least one sha256 to check
         assert all(len(h) == 64 for _, hashes in lock.values() for h in hashes)

@@ -79,6 +79,7 @@ def test_the_digest_is_read_from_the_stacks_secret_and_cached(secrets: Any) -> N
     # cached for max_age: a new value is seen only once the cache expires
     secrets.put_secret_value(SecretId=arn, SecretString=PLACEHOLDER)
     assert load_operator_access(env, max_age=300) == access
+    assert load_operator_access(AWS_ENV, secret_id=arn) == access  # the ARN as a value
     parameters.clear_caches()  # the cache expired
     assert load_operator_access(env) is None
 

@@ -113,11 +113,17 @@ def max_age_from_env(environ: Mapping[str, str]) -> int:
 
 
 def load_operator_access(
-    environ: Mapping[str, str] | None = None, *, max_age: int | None = None
+    environ: Mapping[str, str] | None = None,
+    *,
+    secret_id: str | None = None,
+    max_age: int | None = None,
 ) -> OperatorAccess | None:
-    """The operator's access now, or None: every `/memory` call is then refused (403)."""
+    """The operator's access now, or None: every `/memory` call is then refused (403).
+
+    `secret_id` (an ARN or name, e.g. from a settings object read once at cold start)
+    replaces `HORCRUX_OPERATOR_SECRET_ARN`; `environ` replaces `os.environ`."""
     env = os.environ if environ is None else environ
-    secret = env.get(SECRET_ENV, "").strip()
+    secret = (secret_id if secret_id is not None else env.get(SECRET_ENV, "")).strip()
     if not secret:
         digest = env.get(TOKEN_SHA256_ENV, "").strip()
         if not digest:
