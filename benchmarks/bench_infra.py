@@ -6,9 +6,11 @@
 - Cold import: each handler imported in a fresh `python3.13 -I -S -X importtime` that has
   only the function's code, its layers (the host build, `build/layer-host`: the same locks
   for this machine's CPython 3.13) and boto3 on its path; the figure is `-X importtime`'s
-  cumulative time of `import handler`, the median and the best of RUNS runs (the best is
-  the closest to an idle machine when other work shares the CPU). Goal: <= 250 ms for the
-  API handler on an idle machine. Also whether
+  cumulative time of `import handler`, the median and the best of RUNS runs, and the
+  median CPU time of the import (the process's own user + system time: what the wall time
+  is on an idle machine, for the import reads only cached files; it moves far less than
+  the wall time when other work shares the CPU). Goal: <= 250 ms for the API handler on an
+  idle machine, judged on the CPU time. Also whether
   anthropic was imported (it must not be: the LLM brains import it lazily, only with a key),
   and, for the AI turn functions, what importing it costs once a key exists.
 
@@ -94,7 +96,10 @@ def main() -> int:
             f"Cold import of each handler (python3.13 -X importtime, {RUNS} runs, this CPU, "
             f"load {load:.1f} on {os.cpu_count()} cores)"
         )
-        print(f"  {'function':<15} {'layers':<9} {'median':>8} {'best':>8}  anthropic imported")
+        print(
+            f"  {'function':<15} {'layers':<9} {'median':>8} {'best':>8} {'cpu':>8}"
+            "  anthropic imported"
+        )
         for spec in names.FUNCTIONS:
             results = [
                 import_handler(spec, boto3_dir, layers=host_layers, importtime=True)
@@ -102,10 +107,11 @@ def main() -> int:
             ]
             times = [(r.importtime_us or 0) / 1000 for r in results]
             median, best = statistics.median(times), min(times)
+            cpu = statistics.median(r.cpu_seconds * 1000 for r in results)
             layers = "core+llm" if spec.llm else "core"
-            verdict = "ok" if best <= GOAL_MS else f"over {GOAL_MS} ms"
+            verdict = "ok" if cpu <= GOAL_MS else f"over {GOAL_MS} ms"
             print(
-                f"  {spec.name:<15} {layers:<9} {median:>5.0f} ms {best:>5.0f} ms  "
+                f"  {spec.name:<15} {layers:<9} {median:>5.0f} ms {best:>5.0f} ms {cpu:>5.0f} ms  "
                 f"{'yes' if any(r.anthropic_imported for r in results) else 'no'}  ({verdict})"
             )
         print(

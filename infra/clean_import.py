@@ -40,14 +40,15 @@ FAKE_AWS_ENV = {
 PROBE = """
 import sys, json, time
 sys.path[:0] = json.loads(sys.argv[1])
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 import handler
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
 store = getattr(handler, "store", None) or getattr(handler, "_store", None)
 if store is None and hasattr(handler, "service"):
     store = handler.service.store
 print(json.dumps({
     "seconds": seconds,
+    "cpu_seconds": cpu_seconds,
     "client_at_import": bool(store is not None and getattr(store, "_client", None) is not None),
     "entry": callable(getattr(handler, sys.argv[2], None)),
     "modules": sorted(m for m in sys.modules if "." not in m),
@@ -81,6 +82,7 @@ def layer_paths(spec: FunctionSpec, layers: dict[str, Path]) -> list[Path]:
 class ImportResult:
     spec: FunctionSpec
     seconds: float  # wall time of `import handler`
+    cpu_seconds: float  # CPU time of it (this process): what an idle machine's wall time is
     client_at_import: bool
     entry_point: bool
     modules: tuple[str, ...]  # top-level modules loaded
@@ -128,6 +130,7 @@ def import_handler(
     return ImportResult(
         spec=spec,
         seconds=float(result["seconds"]),
+        cpu_seconds=float(result["cpu_seconds"]),
         client_at_import=bool(result["client_at_import"]),
         entry_point=bool(result["entry"]),
         modules=tuple(result["modules"]),
