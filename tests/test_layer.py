@@ -224,7 +224,7 @@ def test_the_handlers_import_no_tool_module_and_every_import_is_in_the_layer(
     built-in brains too) is in the layer, and none of them is a tool."""
     source = walk_imports(ROOT / "shared", handler_files(), BUILTIN_MODULES)
     assert not tool_modules_in(source.modules, build_layer.TOOL_MODULES)
-    assert {"horcrux.service", "horcrux.echo.ops", "horcrux.echo.opponents"} <= source.modules
+    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.echo.opponents"} <= source.modules
     layer = walk_imports(host_layers["core"] / "python", handler_files(), BUILTIN_MODULES)
     assert not layer.missing, f"imported by the functions, missing from the layer: {layer.missing}"
     assert layer.modules == source.modules
