@@ -93,5 +93,9 @@ CDK_ENV := AWS_EC2_METADATA_DISABLED=true CDK_DISABLE_CLI_TELEMETRY=true JSII_SI
 synth: venv node_modules
 	$(CDK_ENV) npx cdk synth --quiet
 
+# regenerate locks/ (core and llm for Lambda arm64 py3.13, dev for every platform) with uv
+lock: venv
+	$(BIN)/python infra/build_layer.py --lock
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info cdk.out node_modules

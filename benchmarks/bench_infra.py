@@ -1,12 +1,16 @@
 """The Lambda layers' size and each handler's cold import time.
 
-- Layer size: `build/layer/{core,llm}` (the assets `cdk synth` uploads, Linux arm64,
-  CPython 3.13), unzipped (bytes of the files) and zipped (deflate, as the asset is shipped).
-  Goal: the core layer <= 50 MB unzipped.
-- Cold import: each handler imported in a fresh `python -I -S -X importtime` that has only
-  the function's code, its layers (the host build, `build/layer-host`: same requirements,
-  this interpreter's binaries) and boto3 on its path; the figure is `-X importtime`'s
-  cumulative time of `import handler` (median of 5 runs). Goal: <= 300 ms. Also whether
+- Layer size: `build/layer/{core,llm}` (the assets `cdk synth` uploads, built from locks/
+  for Linux arm64, CPython 3.13), unzipped (bytes of the files) and zipped (deflate, as the
+  asset is shipped). Goal: the core layer <= 50 MiB unzipped.
+- Cold import: each handler imported in a fresh `python3.13 -I -S -X importtime` that has
+  only the function's code, its layers (the host build, `build/layer-host`: the same locks
+  for this machine's CPython 3.13) and boto3 on its path; the figure is `-X importtime`'s
+  cumulative time of `import handler`, the median and the best of RUNS runs, and the
+  median CPU time of the import (the process's own user + system time: what the wall time
+  is on an idle machine, for the import reads only cached files; it moves far less than
+  the wall time when other work shares the CPU). Goal: <= 250 ms for the API handler on an
+  idle machine, judged on the CPU time. Also whether
   anthropic was imported (it must not be: the LLM brains import it lazily, only with a key),
   and, for the AI turn functions, what importing it costs once a key exists.
 
@@ -33,7 +37,8 @@ from infra.clean_import import boto3_only, import_handler  # noqa: E402
 
 MB = 1_000_000
 MiB = 1024 * 1024
-RUNS = 5
+RUNS = 9
+GOAL_MS = 250
 
 
 def unzipped(directory: Path) -> int:
@@ -59,7 +64,10 @@ def anthropic_import_ms(layers: dict[str, Path], boto3_dir: Path) -> float:
     runs = [
         float(
             subprocess.run(
-                [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+                [build_layer.host_python(), "-I", "-S", "-c", code],
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
         )
         for _ in range(RUNS)
@@ -79,26 +87,31 @@ def main() -> int:
             f" {packed / MB:>8.1f} MB ({packed / MiB:>5.1f} MiB)"
         )
     core = unzipped(lambda_layers["core"])
-    print(f"  core layer goal <= 50 MB unzipped: {'met' if core <= 50 * MB else 'MISSED'}")
+    print(f"  core layer goal <= 50 MiB unzipped: {'met' if core <= 50 * MiB else 'MISSED'}")
     print()
     with tempfile.TemporaryDirectory() as tmp:
         boto3_dir = boto3_only(Path(tmp) / "boto3")
         load = os.getloadavg()[0]
         print(
-            f"Cold import of each handler (python -X importtime, median of {RUNS}, this CPU, "
+            f"Cold import of each handler (python3.13 -X importtime, {RUNS} runs, this CPU, "
             f"load {load:.1f} on {os.cpu_count()} cores)"
         )
-        print(f"  {'function':<15} {'layers':<9} {'import':>9}  anthropic imported")
+        print(
+            f"  {'function':<15} {'layers':<9} {'median':>8} {'best':>8} {'cpu':>8}"
+            "  anthropic imported"
+        )
         for spec in names.FUNCTIONS:
             results = [
                 import_handler(spec, boto3_dir, layers=host_layers, importtime=True)
                 for _ in range(RUNS)
             ]
-            micros = statistics.median(r.importtime_us or 0 for r in results)
+            times = [(r.importtime_us or 0) / 1000 for r in results]
+            median, best = statistics.median(times), min(times)
+            cpu = statistics.median(r.cpu_seconds * 1000 for r in results)
             layers = "core+llm" if spec.llm else "core"
-            verdict = "ok" if micros <= 300_000 else "over 300 ms"
+            verdict = "ok" if cpu <= GOAL_MS else f"over {GOAL_MS} ms"
             print(
-                f"  {spec.name:<15} {layers:<9} {micros / 1000:>6.0f} ms  "
+                f"  {spec.name:<15} {layers:<9} {median:>5.0f} ms {best:>5.0f} ms {cpu:>5.0f} ms  "
                 f"{'yes' if any(r.anthropic_imported for r in results) else 'no'}  ({verdict})"
             )
         print(

@@ -24,17 +24,6 @@ from infra.storage import Storage
 from infra.turns import grant_tables, table_environment
 
 
-def operator_environment(settings: Settings) -> dict[str, str]:
-    """The /memory routes' operator settings (docs/ECHO.md): the token's SHA-256 and the
-    agents it reaches, or nothing without a token (then every call is refused)."""
-    if not settings.operator_token_sha256:
-        return {}
-    return {
-        names.ENV_OPERATOR_TOKEN_SHA256: settings.operator_token_sha256,
-        names.ENV_OPERATOR_AGENTS: settings.operator_agents,
-    }
-
-
 @jsii.implements(apigwv2.IAccessLogSettings)
 class AccessLogs:
     """The stage's access log settings: JSON lines (`names.ACCESS_LOG_FORMAT`) into a group."""
@@ -63,6 +52,7 @@ class HttpApi(Construct):
         storage: Storage,
         core_layer: lambda_.ILayerVersion,
         secret: secretsmanager.ISecret,
+        operator_secret: secretsmanager.ISecret,
     ) -> None:
         super().__init__(scope, construct_id)
         self.handler = HorcruxFunction(
@@ -75,12 +65,13 @@ class HttpApi(Construct):
                 names.ENV_IDEMPOTENCY_TABLE: storage.idempotency.table_name,
                 names.ENV_TTL_DAYS: str(settings.ttl_days),
                 names.ENV_SECRET: secret.secret_arn,
-                **operator_environment(settings),
+                names.ENV_OPERATOR_SECRET: operator_secret.secret_arn,
             },
             log_retention_days=settings.log_retention_days,
         )
         grant_tables(self.handler, storage)
         secret.grant_read(self.handler.role)
+        operator_secret.grant_read(self.handler.role)
 
         self.api = apigwv2.HttpApi(
             self,

@@ -2,20 +2,21 @@
 
 What the Lambda runtime gives a function: its code directory, the layers' `python/`
 directories and the runtime's boto3 (with botocore, s3transfer, jmespath, dateutil, six,
-urllib3). `python -I -S` ignores PYTHON* variables, the user's and the virtual
+urllib3). `python3.13 -I -S` ignores PYTHON* variables, the user's and the virtual
 environment's site-packages, so nothing else can be imported. The layers are the host build
-(`build/layer-host`, infra/build_layer.py --host): same requirements, this interpreter's
-binaries. Used by tests/test_layer.py and benchmarks/bench_infra.py.
+(`build/layer-host`, infra/build_layer.py --host): the same locks, installed for a CPython
+3.13 on this machine (`build_layer.host_python()`, the runtime's version); boto3 is this
+environment's (pure Python). Used by tests/test_layer.py and benchmarks/bench_infra.py.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,14 +40,15 @@ FAKE_AWS_ENV = {
 PROBE = """
 import sys, json, time
 sys.path[:0] = json.loads(sys.argv[1])
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 import handler
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
 store = getattr(handler, "store", None) or getattr(handler, "_store", None)
 if store is None and hasattr(handler, "service"):
     store = handler.service.store
 print(json.dumps({
     "seconds": seconds,
+    "cpu_seconds": cpu_seconds,
     "client_at_import": bool(store is not None and getattr(store, "_client", None) is not None),
     "entry": callable(getattr(handler, sys.argv[2], None)),
     "modules": sorted(m for m in sys.modules if "." not in m),
@@ -80,6 +82,7 @@ def layer_paths(spec: FunctionSpec, layers: dict[str, Path]) -> list[Path]:
 class ImportResult:
     spec: FunctionSpec
     seconds: float  # wall time of `import handler`
+    cpu_seconds: float  # CPU time of it (this process): what an idle machine's wall time is
     client_at_import: bool
     entry_point: bool
     modules: tuple[str, ...]  # top-level modules loaded
@@ -106,7 +109,7 @@ def import_handler(
     layers = layers or build_layer.build(build_layer.HOST)
     code = code_dir or spec.code_dir
     path = [str(code), *map(str, layer_paths(spec, layers)), str(boto3_dir)]
-    command = [sys.executable, "-I", "-S"]
+    command = [build_layer.host_python(), "-I", "-S"]
     if importtime:
         command += ["-X", "importtime"]
     entry = spec.handler.rsplit(".", 1)[1]
@@ -127,9 +130,109 @@ def import_handler(
     return ImportResult(
         spec=spec,
         seconds=float(result["seconds"]),
+        cpu_seconds=float(result["cpu_seconds"]),
         client_at_import=bool(result["client_at_import"]),
         entry_point=bool(result["entry"]),
         modules=tuple(result["modules"]),
         files=tuple(result["paths"]),
         importtime_us=cumulative,
     )
+
+
+# ------------------------------------------------------------------ the static import walk
+def _module_file(site: Path, module: str) -> Path | None:
+    base = site.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_import_module_call(node: ast.AST) -> str | None:
+    """The literal name of an `import_module("...")` call, else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    first = node.args[0]
+    if called == "import_module" and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else None
+    return None
+
+
+def _imported_names(path: Path, module: str, is_package: bool) -> tuple[set[str], set[str]]:
+    """What the module at `path` may import, anywhere in it (function bodies too: the lazy
+    imports): (modules it needs, names that are submodules if such a module exists)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if is_package else module.rpartition(".")[0]
+    needed: set[str] = set()
+    maybe: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            needed.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            needed.add(base)
+            maybe.update(f"{base}.{alias.name}" for alias in node.names)
+        else:
+            literal = _is_import_module_call(node)
+            if literal is not None:
+                needed.add(literal)
+    return needed, maybe
+
+
+@dataclass(frozen=True)
+class ImportWalk:
+    modules: frozenset[str]  # the package's modules reachable from the roots, found in `site`
+    missing: frozenset[str]  # modules imported (by `import` or as a `from` base) not in `site`
+
+
+def walk_imports(
+    site: Path, roots: list[Path], extra_modules: tuple[str, ...] = (), package: str = "horcrux"
+) -> ImportWalk:
+    """The `package` modules that the files `roots` (handlers) can ever import, read from the
+    sources in `site` (statically: lazy imports inside functions count), plus `extra_modules`
+    (modules imported by a computed name, like the registry's built-in brains)."""
+
+    def ours(name: str) -> bool:
+        return name == package or name.startswith(package + ".")
+
+    missing: set[str] = set()
+    seen: set[str] = set()
+    queue: list[tuple[str, Path, bool]] = [(f"<{p}>", p, False) for p in roots]
+
+    def reach(name: str, *, required: bool) -> None:
+        parts = name.split(".")
+        for depth in range(1, len(parts) + 1):  # importing a.b.c imports a and a.b first
+            prefix = ".".join(parts[:depth])
+            found = _module_file(site, prefix)
+            if found is not None:
+                queue.append((prefix, found, found.name == "__init__.py"))
+            elif required or depth < len(parts):
+                missing.add(prefix)
+                return
+
+    for name in extra_modules:
+        reach(name, required=True)
+    while queue:
+        module, path, is_package = queue.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        needed, maybe = _imported_names(path, module, is_package)
+        for name in sorted(n for n in needed if ours(n)):
+            reach(name, required=True)
+        for name in sorted(n for n in maybe if ours(n)):
+            reach(name, required=False)
+    modules = frozenset(m for m in seen if not m.startswith("<"))
+    return ImportWalk(modules=modules, missing=frozenset(missing))
+
+
+def tool_modules_in(modules: frozenset[str], tools: tuple[str, ...]) -> list[str]:
+    """The members of `modules` that are a tool module or inside a tool package."""
+    return sorted(m for m in modules if any(m == t or m.startswith(t + ".") for t in tools))

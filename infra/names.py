@@ -8,7 +8,6 @@ with `npx cdk deploy -c horcrux:<key>=<value>` (or in cdk.json's `context`).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -31,12 +30,16 @@ ENV_IDEMPOTENCY_TABLE: Final = "HORCRUX_IDEMPOTENCY_TABLE"
 ENV_SECRET: Final = "HORCRUX_ANTHROPIC_SECRET_ARN"
 ENV_TTL_DAYS: Final = "HORCRUX_TTL_DAYS"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
-# the /memory routes' operator token (shared/horcrux/echo/ops.py; docs/DEPLOY.md): only its
-# SHA-256, set on the API function when the context gives one; unset, every call is refused
-ENV_OPERATOR_TOKEN_SHA256: Final = "HORCRUX_OPERATOR_TOKEN_SHA256"
-ENV_OPERATOR_AGENTS: Final = "HORCRUX_OPERATOR_AGENTS"
-CONTEXT_OPERATOR_TOKEN_SHA256: Final = "horcrux:operatorTokenSha256"
-CONTEXT_OPERATOR_AGENTS: Final = "horcrux:operatorAgents"
+# the /memory routes' operator token (shared/horcrux/operator_token.py; docs/DEPLOY.md): a
+# secret the stack owns (starting as `unset`: every call refused), holding only the token's
+# SHA-256; the API function gets its ARN. CloudFormation never rewrites a value the template
+# did not change, so a plain redeploy keeps what the operator stored.
+ENV_OPERATOR_SECRET: Final = "HORCRUX_OPERATOR_SECRET_ARN"
+# no longer read (a one-off `-c` value was dropped by the next deploy): the synth refuses them
+RETIRED_CONTEXT: Final = {
+    "horcrux:operatorTokenSha256": "store the digest in the stack's operator secret",
+    "horcrux:operatorAgents": "store the agents in the stack's operator secret (JSON)",
+}
 
 # ------------------------------------------------------------------ DynamoDB (docs/STORE.md)
 EVENTS_PK: Final = "pk"  # S: GAME#<id>
@@ -123,7 +126,7 @@ class FunctionSpec:
     description: str
     llm: bool = False  # gets the Anthropic layer (the SDK) and may call Anthropic
     reads_secret: bool = False  # gets the secret's ARN and read access to it
-    reserved: bool = False  # capped by Settings.turn_reserved_concurrency
+    reserved: bool = False  # capped by Settings.turn_reserved_concurrency, when one is set
 
     @property
     def code_dir(self) -> Path:
@@ -217,6 +220,7 @@ OUTPUT_GAMES_TABLE: Final = "GamesTableName"
 OUTPUT_EVENTS_TABLE: Final = "EventsTableName"
 OUTPUT_IDEMPOTENCY_TABLE: Final = "IdempotencyTableName"
 OUTPUT_SECRET: Final = "AnthropicSecretArn"
+OUTPUT_OPERATOR_SECRET: Final = "OperatorTokenSecretArn"
 OUTPUT_DASHBOARD: Final = "DashboardName"
 OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
 
@@ -229,13 +233,13 @@ class Settings:
     api_rate_limit: int = 50  # steady requests per second, whole stage
     api_burst_limit: int = 100
     cors_origins: tuple[str, ...] = ("*",)
-    turn_reserved_concurrency: int = 10  # per AI turn function; 0: no reservation
+    # per AI turn function; 0 (default): no reservation, so a new account (whose unreserved
+    # concurrency must stay >= 10 out of a low quota) can deploy; opt in with -c
+    turn_reserved_concurrency: int = 0
     log_retention_days: int = 30
     ttl_days: int = 30
     retain_data: bool = True  # tables survive `cdk destroy` (RETAIN) unless false
     alarm_email: str | None = None
-    operator_token_sha256: str = ""  # hex SHA-256 of the /memory operator token; "": none
-    operator_agents: str = "*"  # comma-separated agent specs the operator token reaches
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -247,23 +251,22 @@ class Settings:
         if isinstance(origins, str):
             origins = [o.strip() for o in origins.split(",") if o.strip()]
         retain = get("retainData", cls.retain_data)
-        digest = str(get("operatorTokenSha256", cls.operator_token_sha256)).strip().lower()
-        if digest and not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise ValueError(
-                f"{CONTEXT_OPERATOR_TOKEN_SHA256} must be the token's SHA-256 in hex (64 "
-                "digits), never the token itself (docs/DEPLOY.md)"
-            )
+        for key, instead in RETIRED_CONTEXT.items():
+            if node.try_get_context(key) is not None:
+                raise ValueError(
+                    f"{key} is no longer a setting (the next deploy without it dropped it): "
+                    f"{instead}, output {OUTPUT_OPERATOR_SECRET} (docs/DEPLOY.md)"
+                )
+        reserved = int(get("turnReservedConcurrency", cls.turn_reserved_concurrency))
+        if reserved < 0:
+            raise ValueError(f"horcrux:turnReservedConcurrency must be >= 0, got {reserved}")
         return cls(
             api_rate_limit=int(get("apiRateLimit", cls.api_rate_limit)),
             api_burst_limit=int(get("apiBurstLimit", cls.api_burst_limit)),
             cors_origins=tuple(str(o) for o in origins),
-            turn_reserved_concurrency=int(
-                get("turnReservedConcurrency", cls.turn_reserved_concurrency)
-            ),
+            turn_reserved_concurrency=reserved,
             log_retention_days=int(get("logRetentionDays", cls.log_retention_days)),
             ttl_days=int(get("ttlDays", cls.ttl_days)),
             retain_data=retain if isinstance(retain, bool) else str(retain).lower() == "true",
             alarm_email=get("alarmEmail", None) or None,
-            operator_token_sha256=digest,
-            operator_agents=str(get("operatorAgents", cls.operator_agents)).strip() or "*",
         )

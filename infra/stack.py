@@ -15,6 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
+from horcrux.operator_token import PLACEHOLDER as OPERATOR_PLACEHOLDER
 from horcrux.secrets import PLACEHOLDER
 from infra import nag, names
 from infra.api import HttpApi
@@ -42,6 +43,20 @@ class HorcruxStack(Stack):
             secret_string_value=SecretValue.unsafe_plain_text(PLACEHOLDER),
         )
         nag.acknowledge(self.secret, "AwsSolutions-SMG4")
+        # the /memory operator token's SHA-256 (horcrux.operator_token), set by the operator
+        # once; CloudFormation leaves a value it did not change, so redeploys keep it
+        self.operator_secret = secretsmanager.Secret(
+            self,
+            "OperatorToken",
+            description=(
+                "Horcrux Hunt: the SHA-256 (hex) of the /memory routes' operator token, or "
+                f'{{"sha256": ..., "agents": ...}}; \'{OPERATOR_PLACEHOLDER}\' = no operator'
+            ),
+            secret_string_value=SecretValue.unsafe_plain_text(OPERATOR_PLACEHOLDER),
+        )
+        nag.acknowledge(
+            self.operator_secret, "AwsSolutions-SMG4", reason="AwsSolutions-SMG4[operator]"
+        )
         self.http = HttpApi(
             self,
             "Api",
@@ -49,6 +64,7 @@ class HorcruxStack(Stack):
             storage=self.storage,
             core_layer=self.layers.core,
             secret=self.secret,
+            operator_secret=self.operator_secret,
         )
         self.consumers = StreamConsumers(
             self,
@@ -81,6 +97,10 @@ class HorcruxStack(Stack):
                 "idempotency table",
             ),
             names.OUTPUT_SECRET: (self.secret.secret_arn, "set the Anthropic key here"),
+            names.OUTPUT_OPERATOR_SECRET: (
+                self.operator_secret.secret_arn,
+                "set the /memory operator token's SHA-256 here",
+            ),
             names.OUTPUT_DASHBOARD: (
                 self.monitoring.dashboard.dashboard_name,
                 "CloudWatch dashboard",

@@ -6,8 +6,9 @@ error, bounded retries and an SQS on-failure destination of its own (docs/API.md
 docs/COMPACTION.md):
 
 - `harry_turn` / `voldemort_turn`: INSERTs whose NewImage has `next_ai` = the seat
-  (`horcrux.api.turns.filter_pattern`, the same function the handlers are tested with); a
-  reserved concurrency caps what an AI seat (and its LLM bill) can take;
+  (`horcrux.api.turns.filter_pattern`, the same function the handlers are tested with); an
+  opt-in reserved concurrency (`-c horcrux:turnReservedConcurrency=N`, none by default so a
+  new account can deploy) caps what an AI seat (and its LLM bill) can take;
 - `compaction`: INSERTs whose NewImage has `winner` (the event that ends a game).
 
 TTL deletions are REMOVE records: no filter lets them through.

@@ -1,18 +1,21 @@
-"""The Lambda layers: what the assets hold, and each handler importing from them alone.
+"""The Lambda layers: the locks, what the assets hold, and each handler importing from them.
 
-The assets (`build/layer/{core,llm}`) are built for the functions' platform, Linux arm64 and
-CPython 3.13, so this machine cannot import them. The import checks use the host build of
-the same requirements (`build/layer-host`, infra/build_layer.py --host): the pure-Python
-packages (horcrux, powertools, anthropic, ...) are the same files, only numpy's,
-pydantic-core's and jiter's binaries are this interpreter's. Both builds are cached under
-build/ (a stamp of the requirements); the first one of a clone needs PyPI or pip's cache.
+The assets (`build/layer/{core,llm}`) are built from the locks for the functions' platform,
+Linux arm64 and CPython 3.13, so this machine cannot import them. The import checks use the
+host build of the same locks (`build/layer-host`, infra/build_layer.py --host), installed for
+a CPython 3.13 on this machine: the pure-Python packages (horcrux, powertools, anthropic, ...)
+are the same files, only numpy's, pydantic-core's and jiter's binaries are this machine's.
+Both builds are cached under build/ (a stamp of the locks); the first one of a clone needs
+PyPI or pip's cache.
 """
 
 from __future__ import annotations
 
 import filecmp
 import re
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,8 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from horcrux.agents.base import BUILTIN_MODULES  # noqa: E402
 from infra import build_layer, names  # noqa: E402
-from infra.clean_import import boto3_only, import_handler  # noqa: E402
+from infra.clean_import import (  # noqa: E402
+    boto3_only,
+    import_handler,
+    tool_modules_in,
+    walk_imports,
+)
 from infra.names import FunctionSpec  # noqa: E402
 
 MiB = 1024 * 1024
@@ -49,27 +58,111 @@ def size(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
-def test_the_core_layer_holds_the_current_horcrux_package(lambda_layers: dict[str, Path]) -> None:
-    shipped = lambda_layers["core"] / "python" / "horcrux"
-    source = ROOT / "shared" / "horcrux"
-    files = sorted(p.relative_to(source) for p in source.rglob("*.py"))
-    assert files and (shipped / "secrets.py").exists()
-    _, mismatch, errors = filecmp.cmpfiles(source, shipped, [str(f) for f in files], False)
-    assert not mismatch and not errors
-    assert (shipped / "py.typed").exists()
+def requirements(path: Path) -> list[Requirement]:
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    return [Requirement(line) for line in lines if line and not line.startswith("-")]
 
 
-def test_the_core_layer_satisfies_requirements_for_linux_arm64_py313(
+def handler_files() -> list[Path]:
+    return [spec.code_dir / f"{spec.handler.split('.')[0]}.py" for spec in names.FUNCTIONS]
+
+
+def is_tool(relative: Path) -> bool:
+    module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
+    return bool(tool_modules_in(frozenset({f"horcrux.{module}"}), build_layer.TOOL_MODULES))
+
+
+# ------------------------------------------------------------------ the locks
+def test_the_lock_pins_every_runtime_requirement_with_hashes() -> None:
+    core = build_layer.locked(build_layer.CORE_LOCK)
+    llm = build_layer.locked(build_layer.LLM_LOCK)
+    for lock, wanted in (
+        (core, requirements(build_layer.CORE_REQUIREMENTS)),
+        (llm, requirements(build_layer.LLM_REQUIREMENTS)),
+    ):
+        for requirement in wanted:
+            name = build_layer.normalise(requirement.name)
+            assert name in lock, f"{requirement} is not locked: run `make lock`"
+            version, _ = lock[name]
+            assert requirement.specifier.contains(version), (requirement, version)
+        # every pin, the transitive ones too, has at least one sha256 to check
+        assert all(len(h) == 64 for _, hashes in lock.values() for h in hashes)
+        assert all(hashes for _, hashes in lock.values()), "a pin without a hash"
+    assert {"numpy", "pydantic", "pydantic-core", "aws-lambda-powertools"} <= set(core)
+    # the llm lock is resolved against the core's: a shared package has the same version
+    shared = set(core) & set(llm)
+    assert {"pydantic", "typing-extensions"} <= shared
+    assert all(core[name][0] == llm[name][0] for name in shared)
+    # pyproject's runtime dependencies are requirements.txt's (the wheel and the layer agree)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert {str(Requirement(d)) for d in project["dependencies"]} == {
+        str(r) for r in requirements(build_layer.CORE_REQUIREMENTS)
+    }
+
+
+def test_the_locks_are_made_for_the_lambda_platform_by_make_lock() -> None:
+    core, llm, dev = build_layer.lock_commands("uv")
+    for command in (core, llm):
+        assert command[:3] == ["uv", "pip", "compile"] and "--generate-hashes" in command
+        platform = command[command.index("--python-platform") + 1]
+        assert platform == "aarch64-manylinux_2_34"  # Amazon Linux 2023 (python3.13), arm64
+        assert command[command.index("--python-version") + 1] == "3.13"
+    assert llm[llm.index("-c") + 1] == str(build_layer.CORE_LOCK)
+    assert "--universal" in dev and "--generate-hashes" in dev
+    assert "make lock" in build_layer.CORE_LOCK.read_text()  # how to regenerate, in the header
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(
+        r"^lock: venv\n\t\$\(BIN\)/python infra/build_layer.py --lock$", makefile, re.M
+    )
+    dev_lock = build_layer.locked(build_layer.DEV_LOCK)
+    assert {"pytest", "moto", "aws-cdk-lib", "uv", "anthropic"} <= set(dev_lock)
+
+
+def test_the_layers_hold_exactly_the_locked_versions(lambda_layers: dict[str, Path]) -> None:
+    core_lock = build_layer.locked(build_layer.CORE_LOCK)
+    llm_lock = build_layer.locked(build_layer.LLM_LOCK)
+    core = build_layer.distributions(lambda_layers["core"] / "python")
+    llm = build_layer.distributions(lambda_layers["llm"] / "python")
+    assert {n: v for n, (v, _) in core.items()} == {
+        **{n: v for n, (v, _) in core_lock.items()},
+        "horcrux-hunt": "0.1.0",
+    }
+    assert {n: v for n, (v, _) in llm.items()} == {
+        n: v for n, (v, _) in llm_lock.items() if n not in core_lock
+    }
+
+
+# ------------------------------------------------------------------ what the assets hold
+def test_the_core_layer_holds_the_horcrux_wheel_without_the_tools(
     lambda_layers: dict[str, Path],
 ) -> None:
     site = lambda_layers["core"] / "python"
-    installed = build_layer.distributions(site)
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        requirement = Requirement(line)
-        version, _ = installed[requirement.name.lower()]
-        assert requirement.specifier.contains(version), (requirement, version)
+    shipped = site / "horcrux"
+    source = ROOT / "shared" / "horcrux"
+    files = sorted(p.relative_to(source) for p in source.rglob("*.py"))
+    runtime = [f for f in files if not is_tool(f)]
+    tools = [f for f in files if is_tool(f)]
+    assert runtime and tools and (shipped / "secrets.py").exists()
+    _, mismatch, errors = filecmp.cmpfiles(source, shipped, [str(f) for f in runtime], False)
+    assert not mismatch and not errors
+    assert not [f for f in tools if (shipped / f).exists()], "a tool module in the layer"
+    assert not build_layer.tool_paths(site)
+    for kept in ("py.typed", "echo/echo.yaml"):
+        assert (shipped / kept).exists()
+    # installed from the wheel (pip's dist-info), and its RECORD names only what is there
+    (info,) = site.glob("horcrux_hunt-*.dist-info")
+    assert (info / "WHEEL").exists() and (info / "INSTALLER").read_text().strip() == "pip"
+    assert not (info / "direct_url.json").exists()  # no build path baked in
+    recorded = [line.split(",", 1)[0] for line in (info / "RECORD").read_text().splitlines()]
+    assert "horcrux/service.py" in recorded
+    assert not [r for r in recorded if r.startswith(("horcrux/cli.py", "horcrux/local/"))]
+    assert all((site / r).exists() for r in recorded)
+    entry_points = (info / "entry_points.txt").read_text()
+    assert "horcrux.voldemort_brains" not in entry_points  # built-ins need no entry point
+
+
+def test_the_core_layer_is_for_linux_arm64_py313(lambda_layers: dict[str, Path]) -> None:
+    site = lambda_layers["core"] / "python"
     binaries = [p.name for p in site.rglob("*.so")]
     assert any(re.match(r"_pydantic_core\.cpython-313-aarch64-linux-gnu\.so$", b) for b in binaries)
     assert any(
@@ -86,7 +179,7 @@ def test_the_anthropic_layer_holds_the_sdk_and_nothing_the_core_has(
     core = build_layer.distributions(lambda_layers["core"] / "python")
     llm = build_layer.distributions(lambda_layers["llm"] / "python")
     assert "anthropic" in llm and "anthropic" not in core
-    requirement = Requirement((ROOT / "infra" / "llm-requirements.txt").read_text().split("\n")[-2])
+    (requirement,) = requirements(build_layer.LLM_REQUIREMENTS)
     assert requirement.specifier.contains(llm["anthropic"][0])
     assert not set(core) & set(llm)  # one version of each package under /opt/python
     assert {"httpx2", "jiter"} & set(llm) or {"httpx", "jiter"} & set(llm)
@@ -96,6 +189,20 @@ def test_the_anthropic_layer_holds_the_sdk_and_nothing_the_core_has(
 
 def test_the_core_layer_stays_under_the_size_goal(lambda_layers: dict[str, Path]) -> None:
     assert size(lambda_layers["core"]) <= LAYER_GOAL_BYTES
+
+
+def test_the_layers_built_twice_from_the_locks_are_the_same(tmp_path: Path) -> None:
+    """Two independent builds (fresh directories, everything reinstalled from the locks)."""
+    first = build_layer.build(build_layer.LAMBDA, force=True, root=tmp_path / "one")
+    second = build_layer.build(build_layer.LAMBDA, force=True, root=tmp_path / "two")
+    for name in build_layer.LAYERS:
+        a, b = first[name], second[name]
+        files_a = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+        files_b = sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+        assert files_a == files_b, set(files_a) ^ set(files_b)
+        assert abs(size(a) - size(b)) <= 0.01 * size(a)
+        _, differ, _ = filecmp.cmpfiles(a, b, files_a, shallow=False)
+        assert not [f for f in differ if not f.endswith((".dist-info/RECORD", "INSTALLER"))]
 
 
 def test_horcrux_never_uses_numpy_random_which_the_layer_prunes() -> None:
@@ -109,6 +216,61 @@ def test_horcrux_never_uses_numpy_random_which_the_layer_prunes() -> None:
     assert "numpy/random" in build_layer.PRUNE_PATHS
 
 
+# ------------------------------------------------------------------ the tools stay out
+def test_the_handlers_import_no_tool_module_and_every_import_is_in_the_layer(
+    host_layers: dict[str, Path],
+) -> None:
+    """Every `horcrux` module a handler can ever import (lazy imports and the registry's
+    built-in brains too) is in the layer, and none of them is a tool."""
+    source = walk_imports(ROOT / "shared", handler_files(), BUILTIN_MODULES)
+    assert not tool_modules_in(source.modules, build_layer.TOOL_MODULES)
+    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.echo.opponents"} <= source.modules
+    layer = walk_imports(host_layers["core"] / "python", handler_files(), BUILTIN_MODULES)
+    assert not layer.missing, f"imported by the functions, missing from the layer: {layer.missing}"
+    assert layer.modules == source.modules
+
+
+def test_the_import_walk_sees_a_tool_imported_lazily(tmp_path: Path) -> None:
+    """The check above can fail: a function-level import of the CLI is found."""
+    handler = tmp_path / "handler.py"
+    handler.write_text("def lambda_handler(event, context):\n    from horcrux import cli\n")
+    walk = walk_imports(ROOT / "shared", [handler])
+    assert "horcrux.cli" in tool_modules_in(walk.modules, build_layer.TOOL_MODULES)
+    gone = walk_imports(tmp_path, [handler])  # a site without horcrux: reported missing
+    assert "horcrux" in gone.missing
+
+
+def test_the_extras_hold_the_tools_dependencies_and_dev_installs_them_all() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = {
+        k: {Requirement(r).name for r in v} for k, v in project["optional-dependencies"].items()
+    }
+    assert extras["local"] >= {"moto", "boto3"}
+    assert extras["eval"] >= {"matplotlib"}
+    assert extras["llm"] == {"anthropic"}
+    runtime = {Requirement(d).name for d in project["dependencies"]}
+    assert not runtime & {"moto", "boto3", "matplotlib", "anthropic"}
+    dev = {r.name for r in requirements(ROOT / "requirements-dev.txt")}
+    assert set().union(*extras.values()) <= dev  # `make venv` installs every extra
+    # no entry points for the built-in brains: they register without them (test below)
+    groups = project.get("entry-points", {})
+    assert not groups.get("horcrux.voldemort_brains") and not groups.get("horcrux.harry_brains")
+
+
+def test_a_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from horcrux import extras
+
+    with pytest.raises(SystemExit) as raised:
+        extras.require_extra("local", "serve", modules=("moto", "no_such_module_xyz"))
+    message = str(raised.value)
+    assert "pip install 'horcrux-hunt[local]'" in message
+    assert "no_such_module_xyz" in message and "moto" not in message.split("needs")[1]
+    assert "horcrux serve" in message
+    extras.require_extra("local", "serve", modules=("json",))  # present: returns
+    assert extras.EXTRA_MODULES["local"] == ("moto", "boto3")
+
+
+# ------------------------------------------------------------------ in a clean interpreter
 @pytest.mark.parametrize("spec", names.FUNCTIONS, ids=lambda s: s.name)
 def test_each_handler_imports_with_only_its_layers_and_boto3(
     spec: FunctionSpec, host_layers: dict[str, Path], boto3_dir: Path
@@ -123,12 +285,19 @@ def test_each_handler_imports_with_only_its_layers_and_boto3(
         str(ROOT / "build" / "layer-host"),
         str(boto3_dir),
         str(spec.code_dir),
-        sys.base_prefix,
+        str(Path(build_layer.host_python()).resolve().parents[1]),  # its standard library
         "",
     )
     outside = [f for f in result.files if f and not f.startswith(allowed)]
     assert not outside, f"imported from outside the layers and boto3: {outside[:5]}"
     assert not [m for m in result.modules if m in {"tests", "moto", "api_fixtures"}]
+    layer = str(host_layers["core"] / "python")
+    loaded = frozenset(
+        ".".join(Path(f).relative_to(layer).with_suffix("").parts).removesuffix(".__init__")
+        for f in result.files
+        if f.startswith(layer + "/horcrux/")
+    )
+    assert "horcrux.store" in loaded and not tool_modules_in(loaded, build_layer.TOOL_MODULES)
 
 
 @pytest.mark.parametrize("spec", names.FUNCTIONS, ids=lambda s: s.name)
@@ -148,16 +317,105 @@ def test_anthropic_is_importable_only_where_an_llm_brain_may_run(
     assert result.anthropic_imported is spec.llm
 
 
+def listed_brains() -> dict[str, list[str]]:
+    """What `horcrux brains` prints, seat -> names (the CLI from the source tree)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from horcrux.cli import main; sys.exit(main(['brains']))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seats: dict[str, list[str]] = {}
+    seat = ""
+    for line in done.stdout.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            seat = line[:-1]
+            seats[seat] = []
+        elif line.strip():
+            seats[seat].append(line.split()[0])
+    return seats
+
+
+BRAINS_PROBE = """
+import json
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux import engine
+from horcrux.rules import CLASSIC
+state, _ = engine.new_game(CLASSIC, 1)
+made, failed = {{}}, {{}}
+for registry, wanted in ((HARRY_BRAINS, {harry!r}), (VOLDEMORT_BRAINS, {voldemort!r})):
+    for name in wanted:
+        try:
+            brain = registry.create(name, CLASSIC, truth=lambda: state)
+            made[registry.seat + ':' + name] = type(brain).__name__
+        except Exception as exc:
+            failed[registry.seat + ':' + name] = repr(exc)
+assert not failed, failed
+RESULT = json.dumps(made, sort_keys=True)
+lambda_handler = lambda event, context: RESULT
+"""
+
+
+def test_every_listed_brain_is_created_in_a_clean_interpreter_on_the_layer(
+    host_layers: dict[str, Path], boto3_dir: Path, tmp_path: Path
+) -> None:
+    """No entry point and nothing imported before: `late`, `decoy-heavy` and the rest exist
+    on a cold Lambda as on a warm one (the names come from `horcrux brains`)."""
+    listed = listed_brains()
+    assert {"late", "decoy-heavy", "reference"} <= set(listed["voldemort"])
+    assert {"planner", "gated", "naive"} <= set(listed["harry"])
+    probe = BRAINS_PROBE.format(harry=listed["harry"], voldemort=listed["voldemort"])
+    (tmp_path / "handler.py").write_text(probe)
+    # an AI turn function (both layers) with a key: the llm brains build their client too
+    result = import_handler(
+        names.HARRY_TURN,
+        boto3_dir,
+        layers=host_layers,
+        code_dir=tmp_path,
+        env={"ANTHROPIC_API_KEY": "sk-ant-test-never-sent"},
+    )
+    assert result.entry_point
+    # no entry point could have supplied them: the layer's metadata has none for brains
+    (info,) = (host_layers["core"] / "python").glob("horcrux_hunt-*.dist-info")
+    assert "brains" not in (info / "entry_points.txt").read_text()
+
+
+PLANNER_PROBE = """
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.rules import CLASSIC
+from horcrux.views import harry_view, voldemort_view
+SEED = 3
+state, _ = engine.new_game(CLASSIC, SEED)
+harry = HARRY_BRAINS.create("planner", CLASSIC)
+voldemort = VOLDEMORT_BRAINS.create("reference", CLASSIC)
+while not state.over:
+    if state.phase == "harry":
+        move = harry.decide(harry_view(state), rng.stream(SEED, "harry", state.turn))
+        state, _ = engine.apply(state, move)
+    else:
+        move = voldemort.decide(voldemort_view(state), rng.stream(SEED, "voldemort", state.turn))
+        state, _ = engine.apply(state, move)
+RESULT = [state.winner, state.turn, state.destroyed]
+lambda_handler = lambda event, context: RESULT
+print("RESULT", RESULT)
+"""
+
+
 def test_the_planner_plays_from_the_pruned_layer(
     host_layers: dict[str, Path], boto3_dir: Path, tmp_path: Path
 ) -> None:
-    """numpy without numpy.random still plays: a whole planner game in the clean interpreter."""
-    (tmp_path / "handler.py").write_text(
-        "from horcrux.rules import CLASSIC\n"
-        "from horcrux.sim import play_game\n"
-        "RESULT = play_game(CLASSIC, 3, 'planner', 'reference')\n"
-        "assert RESULT.turns > 0 and RESULT.winner in ('harry', 'voldemort'), RESULT\n"
-        "lambda_handler = lambda event, context: RESULT.winner\n"
-    )
+    """numpy without numpy.random still plays: a whole planner game in the clean interpreter,
+    the same game as `horcrux.sim` plays from the source tree."""
+    from horcrux.rules import CLASSIC
+    from horcrux.sim import play_game
+
+    expected = play_game(CLASSIC, 3, "planner", "reference")
+    wanted = [expected.winner, expected.turns, expected.destroyed]
+    (tmp_path / "handler.py").write_text(PLANNER_PROBE + f"assert RESULT == {wanted!r}, RESULT\n")
     result = import_handler(names.HARRY_TURN, boto3_dir, layers=host_layers, code_dir=tmp_path)
     assert result.entry_point and "numpy" in result.modules

@@ -5,9 +5,12 @@ once per turn. Specs are `name` or `name:param` (`planner-window:8`). Third-part
 register with `HARRY_BRAINS.register(...)` or through the entry-point groups
 `horcrux.harry_brains` / `horcrux.voldemort_brains` (a factory taking `BrainOptions`).
 
-The built-in brains (`BUILTIN_MODULES`) register when a registry is first asked for a
-name, not when `horcrux.agents` is imported: the planner brings numpy and the Bayes
-tables, which a Lambda serving only reads and human moves never needs at cold start.
+The built-in brains (`BUILTIN_MODULES`, both seats' and the season's Voldemort styles in
+`horcrux.echo.opponents`) register when a registry is first asked for a name, whatever was
+imported before: not when `horcrux.agents` is imported (the planner brings numpy and the
+Bayes tables, which a Lambda serving only reads and human moves never needs at cold start),
+and never through entry points, which a Lambda layer (a folder on `sys.path`) need not carry.
+The entry-point groups are for third-party brains only.
 """
 
 from __future__ import annotations
@@ -59,8 +62,10 @@ BUILTIN_MODULES = (
     "horcrux.agents.llm",
     "horcrux.agents.gated",
     "horcrux.agents.adversaries",
+    "horcrux.echo.opponents",
 )
-"""The modules whose import registers the built-in brains of both seats."""
+"""The modules whose import registers the built-in brains of both seats (every one of them,
+imported on a registry's first lookup: a built-in never depends on what else was imported)."""
 _builtins = {"loaded": False, "loading": False}
 
 

@@ -8,8 +8,10 @@
 * `decoy-heavy`: never relocates; plants every decoy as early as it can at the free
   location with the highest public evidence (even when that evidence is not above 0).
 
-Both are deterministic given the game's RNG, like the reference. Importing
-`horcrux.echo` registers them on `VOLDEMORT_BRAINS`.
+Both are deterministic given the game's RNG, like the reference. They are built-in brains:
+`VOLDEMORT_BRAINS` imports this module on its first lookup (`agents.base.BUILTIN_MODULES`),
+so `VOLDEMORT_BRAINS.create("late", ...)` works in a fresh interpreter whatever was
+imported, with no entry point.
 """
 
 from __future__ import annotations

@@ -1,0 +1,146 @@
+"""The `/memory` routes' operator token: its SHA-256 and reach, from a secret the stack owns.
+
+In AWS the stack creates a Secrets Manager secret holding `unset` (no operator: every
+`/memory` call is refused) and gives the API function its ARN in
+`HORCRUX_OPERATOR_SECRET_ARN`. The operator stores the token's SHA-256 there once
+(docs/DEPLOY.md), and because CloudFormation never rewrites a secret value it did not
+change, every later plain `cdk deploy` keeps it (a `-c` context value would be dropped by
+the next deploy that omits it). The value is either the digest alone (64 hex digits: it
+reaches every agent) or JSON `{"sha256": "<64 hex>", "agents": "planner,gated"}` (a
+comma-separated string or a list; `*` = every agent).
+
+`load_operator_access()` returns the parsed value, read through Powertools parameters and
+cached in the process for `HORCRUX_SECRET_MAX_AGE` seconds (default 300: a new digest
+reaches warm functions within five minutes). It fails closed: a secret that cannot be read
+or does not parse gives None (refuse), never an old or a default token. Without
+`HORCRUX_OPERATOR_SECRET_ARN` (local play, tests) the digest comes from
+`HORCRUX_OPERATOR_TOKEN_SHA256` and the reach from `HORCRUX_OPERATOR_AGENTS`, as before.
+Nothing is imported from Powertools or boto3 until a secret is configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SECRET_ENV = "HORCRUX_OPERATOR_SECRET_ARN"
+TOKEN_SHA256_ENV = "HORCRUX_OPERATOR_TOKEN_SHA256"
+AGENTS_ENV = "HORCRUX_OPERATOR_AGENTS"
+MAX_AGE_ENV = "HORCRUX_SECRET_MAX_AGE"
+DEFAULT_MAX_AGE_S = 300
+PLACEHOLDER = "unset"
+"""What the stack stores until the operator sets a digest: no operator."""
+EVERY_AGENT = "*"
+
+log = logging.getLogger(__name__)
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+class InvalidOperatorSecret(ValueError):
+    """The secret's value is neither `unset`, a SHA-256 in hex, nor the JSON form."""
+
+
+@dataclass(frozen=True)
+class OperatorAccess:
+    """Who the operator is (the token's SHA-256) and which agents' memory it reaches."""
+
+    token_sha256: str
+    agents: tuple[str, ...] = (EVERY_AGENT,)
+
+    def accepts(self, token: str) -> bool:
+        """Whether `token` (as sent in `Authorization: Bearer ...`) is the operator's."""
+        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        return hmac.compare_digest(digest, self.token_sha256)
+
+    def reaches(self, agent: str) -> bool:
+        return EVERY_AGENT in self.agents or agent in self.agents
+
+
+def _agents(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return (EVERY_AGENT,)
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(a, str) for a in items):
+        raise InvalidOperatorSecret("'agents' must be a comma-separated string or a list")
+    agents = tuple(a.strip() for a in items if a.strip())
+    return agents or (EVERY_AGENT,)
+
+
+def _digest(value: Any) -> str:
+    digest = value.strip().lower() if isinstance(value, str) else ""
+    if not _DIGEST.fullmatch(digest):
+        raise InvalidOperatorSecret(
+            "the operator secret must hold the token's SHA-256 in hex (64 digits), "
+            "never the token itself"
+        )
+    return digest
+
+
+def access_from_secret(value: Any) -> OperatorAccess | None:
+    """The access a secret's value grants; None for `unset` or blank (no operator).
+
+    Raises InvalidOperatorSecret for anything else that is not a digest or the JSON form."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or text == PLACEHOLDER:
+            return None
+        if not text.startswith("{"):
+            return OperatorAccess(_digest(text))
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise InvalidOperatorSecret(f"the operator secret is not valid JSON: {exc}") from None
+    if not isinstance(value, Mapping):
+        raise InvalidOperatorSecret("the operator secret must be a digest or a JSON object")
+    return OperatorAccess(_digest(value.get("sha256")), _agents(value.get("agents")))
+
+
+def max_age_from_env(environ: Mapping[str, str]) -> int:
+    raw = environ.get(MAX_AGE_ENV, "").strip()
+    age = int(raw) if raw else DEFAULT_MAX_AGE_S
+    if age < 0:
+        raise ValueError(f"{MAX_AGE_ENV} must be >= 0, got {age}")
+    return age
+
+
+def load_operator_access(
+    environ: Mapping[str, str] | None = None,
+    *,
+    secret_id: str | None = None,
+    max_age: int | None = None,
+) -> OperatorAccess | None:
+    """The operator's access now, or None: every `/memory` call is then refused (403).
+
+    `secret_id` (an ARN or name, e.g. from a settings object read once at cold start)
+    replaces `HORCRUX_OPERATOR_SECRET_ARN`; `environ` replaces `os.environ`."""
+    env = os.environ if environ is None else environ
+    secret = (secret_id if secret_id is not None else env.get(SECRET_ENV, "")).strip()
+    if not secret:
+        digest = env.get(TOKEN_SHA256_ENV, "").strip()
+        if not digest:
+            return None
+        try:
+            return OperatorAccess(_digest(digest), _agents(env.get(AGENTS_ENV)))
+        except InvalidOperatorSecret:
+            log.warning("%s is not a SHA-256 in hex: no operator", TOKEN_SHA256_ENV)
+            return None
+    age = max_age_from_env(env) if max_age is None else max_age
+    try:
+        from aws_lambda_powertools.utilities.parameters import get_secret
+
+        return access_from_secret(get_secret(secret, max_age=age))
+    except InvalidOperatorSecret as exc:
+        log.warning("the operator secret %s holds no valid digest: %s", secret, exc)
+        return None
+    except Exception:
+        log.warning("could not read the operator secret %s", secret, exc_info=True)
+        return None

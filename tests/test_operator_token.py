@@ -1,0 +1,105 @@
+"""`horcrux.operator_token`: the /memory operator's digest and reach from Secrets Manager
+(moto's), cached, failing closed; the environment fallback for local play."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from horcrux.operator_token import (
+    AGENTS_ENV,
+    PLACEHOLDER,
+    SECRET_ENV,
+    TOKEN_SHA256_ENV,
+    InvalidOperatorSecret,
+    OperatorAccess,
+    access_from_secret,
+    load_operator_access,
+)
+
+TOKEN = "operator-secret-token-of-at-least-some-length"
+DIGEST = hashlib.sha256(TOKEN.encode()).hexdigest()
+AWS_ENV = {
+    "AWS_DEFAULT_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+@pytest.fixture
+def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for key, value in AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    parameters.clear_caches()
+    with mock_aws():
+        yield boto3.client("secretsmanager", region_name="eu-west-1")
+    parameters.clear_caches()
+
+
+def test_the_secret_forms() -> None:
+    assert access_from_secret(PLACEHOLDER) is None
+    assert access_from_secret("  ") is None
+    assert access_from_secret(DIGEST.upper()) == OperatorAccess(DIGEST, ("*",))
+    scoped = access_from_secret(json.dumps({"sha256": DIGEST, "agents": "planner, gated"}))
+    assert scoped == OperatorAccess(DIGEST, ("planner", "gated"))
+    listed = access_from_secret(json.dumps({"sha256": DIGEST, "agents": ["planner"]}))
+    assert listed == OperatorAccess(DIGEST, ("planner",))
+    assert access_from_secret(DIGEST.encode()) == OperatorAccess(DIGEST)
+    for bad in (TOKEN, "{not json", json.dumps({"agents": "*"}), json.dumps([DIGEST]), "ab" * 31):
+        with pytest.raises(InvalidOperatorSecret):
+            access_from_secret(bad)
+
+
+def test_the_access_checks_the_token_and_the_agent() -> None:
+    access = OperatorAccess(DIGEST, ("planner",))
+    assert access.accepts(TOKEN)
+    assert not access.accepts(TOKEN + "x") and not access.accepts(DIGEST)
+    assert access.reaches("planner") and not access.reaches("gated")
+    assert OperatorAccess(DIGEST).reaches("anything")
+
+
+def test_the_digest_is_read_from_the_stacks_secret_and_cached(secrets: Any) -> None:
+    arn = secrets.create_secret(Name="horcrux/operator", SecretString=PLACEHOLDER)["ARN"]
+    env = {**AWS_ENV, SECRET_ENV: arn}
+    assert load_operator_access(env) is None  # the stack's initial value: no operator
+    parameters.clear_caches()
+    secrets.put_secret_value(
+        SecretId=arn, SecretString=json.dumps({"sha256": DIGEST, "agents": "planner"})
+    )
+    access = load_operator_access(env)
+    assert access == OperatorAccess(DIGEST, ("planner",)) and access.accepts(TOKEN)
+    # cached for max_age: a new value is seen only once the cache expires
+    secrets.put_secret_value(SecretId=arn, SecretString=PLACEHOLDER)
+    assert load_operator_access(env, max_age=300) == access
+    assert load_operator_access(AWS_ENV, secret_id=arn) == access  # the ARN as a value
+    parameters.clear_caches()  # the cache expired
+    assert load_operator_access(env) is None
+
+
+def test_it_fails_closed(secrets: Any) -> None:
+    env = {**AWS_ENV, SECRET_ENV: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone"}
+    assert load_operator_access(env) is None  # cannot be read: refuse, never a default
+    arn = secrets.create_secret(Name="horcrux/operator", SecretString=TOKEN)["ARN"]
+    assert load_operator_access({**AWS_ENV, SECRET_ENV: arn}) is None  # the token, by mistake
+
+
+def test_without_a_secret_the_environment_gives_the_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_operator_access({}) is None
+    env = {TOKEN_SHA256_ENV: DIGEST, AGENTS_ENV: "planner,gated"}
+    assert load_operator_access(env) == OperatorAccess(DIGEST, ("planner", "gated"))
+    assert load_operator_access({TOKEN_SHA256_ENV: TOKEN}) is None
+    assert parameters.base.DEFAULT_PROVIDERS == {}  # no Secrets Manager provider built
+    monkeypatch.setenv(TOKEN_SHA256_ENV, DIGEST)
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    monkeypatch.delenv(AGENTS_ENV, raising=False)
+    assert load_operator_access() == OperatorAccess(DIGEST)  # os.environ by default
