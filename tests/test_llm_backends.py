@@ -35,7 +35,7 @@ from horcrux.agents.llm import (
     parse_llm_param,
 )
 from horcrux.agents.planner import PlannerHarry
-from horcrux.evaluation import llm_experiment as X
+from horcrux.evaluation import llm_experiment as experiment
 from horcrux.evaluation.llm_report import render_section
 from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
@@ -294,15 +294,17 @@ def test_a_local_voldemort_plays_through_the_same_profile(fake: FakeAnthropic) -
 # ---------------------------------------------------------------- the experiment's figures
 def test_the_line_fit_and_its_predictions() -> None:
     xs = [100.0, 500.0, 1000.0, 2000.0]
-    a, b = X.fit_line(xs, [0.5 + 0.004 * x for x in xs])
+    a, b = experiment.fit_line(xs, [0.5 + 0.004 * x for x in xs])
     assert a == pytest.approx(0.5) and b == pytest.approx(0.004)
-    fit = X.latency_fit([(int(x) + 50, 50, 30, 0.5 + 0.004 * x) for x in xs])
+    fit = experiment.latency_fit([(int(x) + 50, 50, 30, 0.5 + 0.004 * x) for x in xs])
     assert fit["predict_s"]["6000"] == pytest.approx(0.5 + 24.0)
     assert fit["tokens_max"] == 2000
 
 
-def answer(context: str, llm: str | None, planner: str, top: str, outcome: str) -> X.Answer:
-    return X.Answer(context, 1, 3, outcome, llm, planner, top, 240, 100, 38, 40, 1.5)
+def answer(
+    context: str, llm: str | None, planner: str, top: str, outcome: str
+) -> experiment.Answer:
+    return experiment.Answer(context, 1, 3, outcome, llm, planner, top, 240, 100, 38, 40, 1.5)
 
 
 def test_state_figures_count_agreement_top_picks_and_outcomes() -> None:
@@ -313,7 +315,7 @@ def test_state_figures_count_agreement_top_picks_and_outcomes() -> None:
         answer("compressed", "ron Azkaban+Forest", "search Forest", "Azkaban", "llm"),
         answer("narrative", "search Shack", "search Forest", "Azkaban", "llm"),
     ]
-    s = X.summarise_states(answers)
+    s = experiment.summarise_states(answers)
     assert s["compressed"]["states"] == 4
     assert s["compressed"]["agreement"] == 0.25
     assert s["compressed"]["top_location"] == 0.5
@@ -332,16 +334,18 @@ def test_an_interrupted_experiment_resumes_from_its_checkpoint(tmp_path: Path) -
     ]  # fmt: skip
     checkpoint = tmp_path / "run.jsonl"
     checkpoint.write_text("".join(json.dumps(list(d)) + "\n" for d in done))
-    jobs: list[X.Job] = [
+    jobs: list[experiment.Job] = [
         ("sweep:0", "sweep", "classic", None),
         ("game:compressed:0", "game", "classic", None),
     ]
     seen: list[tuple[int, int]] = []
-    results = X.run_jobs(jobs, [None], checkpoint=checkpoint, on_result=lambda d, t: seen.append((d, t)))
+    results = experiment.run_jobs(
+        jobs, [None], checkpoint=checkpoint, on_result=lambda d, t: seen.append((d, t))
+    )
     assert seen == [(2, 2)]  # nothing was run again: no worker could have answered None jobs
-    answers, games, sweep = X.collect(results)
+    answers, games, sweep = experiment.collect(results)
     assert answers == [] and sweep == [(900, 0, 40, 5.0)]
-    data = X.build(answers, games, sweep, meta={
+    data = experiment.build(answers, games, sweep, meta={
         "rules": "classic", "voldemort": "reference", "seed": 0, "state_seed": 9, "games": 1,
         "states": 0, "legal_states": 0, "workers": 1, "seconds": 61.0, "backend": "local",
         "model": "m", "price": {"input_per_mtok": 0.0, "output_per_mtok": 0.0},

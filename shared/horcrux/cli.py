@@ -169,12 +169,19 @@ def cmd_brains(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from horcrux.extras import require_extra
+
+    require_extra("local", "serve")
     from horcrux.local.server import serve
 
     return serve(args.host, args.port, quiet=args.quiet)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
+    from horcrux.extras import require_extra
+
+    if args.local:
+        require_extra("local", "play --local")
     from horcrux.local.play import play, play_local
 
     options: dict[str, Any] = {
@@ -192,6 +199,11 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import os
+
+    from horcrux.extras import require_extra
+
+    if not args.no_plots:
+        require_extra("eval", "evaluate")
     from pathlib import Path
 
     from horcrux.evaluation import plots, report, runner
