@@ -566,6 +566,24 @@ def test_a_failing_command_reports_its_last_lines(tmp_path: Path) -> None:
         )
 
 
+def test_an_interrupted_build_kills_the_whole_process_group(tmp_path: Path) -> None:
+    script = 'sleep 20 & echo "child $!"; echo "[  1%] compiling"; wait'
+    start = time.monotonic()
+
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt
+
+    with (tmp_path / "log").open("w") as log, pytest.raises(KeyboardInterrupt):
+        ms._run_logged(["sh", "-c", script], log, interrupt, start=0.0, what="build")
+    child = int((tmp_path / "log").read_text().rsplit("child ", 1)[1].split()[0])
+    # the compiler-like grandchild died with the build (SIGKILL lands asynchronously: poll)
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _gone(child)
+    assert time.monotonic() - start < 10  # at once: nothing waited for it to finish
+
+
 # ---------------------------------------------------------------------------------------------
 # the server process, on a fake llama-server
 
@@ -607,11 +625,13 @@ def _fake_server_cache(tmp_path: Path, mode: str, no_pip: Path) -> ModelPaths:
 
 
 def _gone(pid: int) -> bool:
+    """No such process, or a zombie (reaped by whoever is init here)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
         return True
-    return False
+    return state == "Z"
 
 
 def test_the_server_starts_answers_and_stops(

@@ -530,17 +530,29 @@ def _run_logged(command: Sequence[str], log: TextIO, say: Say, *, start: float, 
     log.flush()
     tail: deque[str] = deque(maxlen=25)
     last = -1
+    # its own process group, so that an interrupted build stops make and the compilers too
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
     ) as process:
         assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            tail.append(line.rstrip())
-            percent = progress_percent(line)
-            if percent is not None and percent > last:
-                last = percent
-                say(f"  {what}: {percent:3d}%  ({_duration(time.monotonic() - start)})")
+        try:
+            for line in process.stdout:
+                log.write(line)
+                tail.append(line.rstrip())
+                percent = progress_percent(line)
+                if percent is not None and percent > last:
+                    last = percent
+                    say(f"  {what}: {percent:3d}%  ({_duration(time.monotonic() - start)})")
+        except BaseException:  # Ctrl-C, SIGTERM, a failing `say`: no orphaned compilers
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         code = process.wait()
     log.flush()
     if code != 0:
@@ -1007,7 +1019,14 @@ def cmd_build(args: argparse.Namespace) -> int:
     if read_manifest(paths) is not None:
         print(f"already built: {paths.dir}")
         return 0
-    build_cache(paths, jobs=args.jobs)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)  # stop the compilers, clean up
+    try:
+        build_cache(paths, jobs=args.jobs)
+    except (KeyboardInterrupt, _Terminate):
+        print("\nhorcrux model: build interrupted; nothing was cached", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(paths.dir)
     return 0
 
@@ -1082,8 +1101,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, _Terminate):
         if server is not None:
             server.stop()
-        print("\nllama-server stopped", file=sys.stderr)
-        return 0
+            print("\nllama-server stopped", file=sys.stderr)
+            return 0
+        print("\ninterrupted before the server was ready", file=sys.stderr)
+        return 130
     finally:
         if server is not None:
             server.stop()
