@@ -495,6 +495,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
+
+    from horcrux.local.model_server import add_model_parser
+
+    add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_server.py)
     return parser
 
 
