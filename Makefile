@@ -70,7 +70,7 @@ pytest: venv
 # no moto, no slow test; the markers are in pyproject.toml, tests/conftest.py applies them
 .PHONY: unit
 unit: venv
-	@$(BIN)/pytest -m "not (synth or server or moto or slow)"; rc=$$?; \
+	@$(BIN)/pytest -m "not (synth or server or moto or slow or model)"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 

