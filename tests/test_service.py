@@ -11,6 +11,7 @@ from api_fixtures import leaks
 
 from horcrux import sim
 from horcrux.agents import HARRY_BRAINS
+from horcrux.api.turns import turn_request
 from horcrux.errors import GameOver, NotYourTurn, UnknownBrain, UnknownLocation
 from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
@@ -18,6 +19,7 @@ from horcrux.service import (
     GameService,
     InvalidRequest,
     MoveConflict,
+    MoveResponse,
     NotOver,
     SeatRequest,
     SeatTaken,
@@ -27,7 +29,6 @@ from horcrux.service import (
     WrongSeat,
     default_harry_brain,
     project_event,
-    turn_request,
 )
 from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token, read_log
 from horcrux.store.port import GameStore, TurnEvent
@@ -186,7 +187,7 @@ def test_two_concurrent_moves_one_wins_the_other_conflicts(store: MemoryStore) -
     for t in threads:
         t.join()
     store.load = real_load  # type: ignore[method-assign]
-    wins = [r for r in results if isinstance(r, dict)]
+    wins = [r for r in results if isinstance(r, MoveResponse)]
     conflicts = [r for r in results if isinstance(r, MoveConflict)]
     assert len(wins) == 1 and len(conflicts) == 1
     assert conflicts[0].details["game"]["version"] == 1

@@ -128,16 +128,16 @@ class GateConfig(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GateConfig:
-        """Defaults, then HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE} from `env` (default:
-        os.environ), then keyword `overrides`. Empty variables are ignored; a bad value
-        raises ValueError naming the variable."""
-        source = os.environ if env is None else env
+    def from_mapping(cls, env: Mapping[str, str], **overrides: Any) -> GateConfig:
+        """Defaults, then HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE} from `env` (the
+        variables a function's settings were read from, once, at cold start), then keyword
+        `overrides`. Empty variables are ignored; a bad value raises ValueError naming the
+        variable."""
         choices: dict[str, tuple[str, ...]] = {"force": TIERS, "measure": MEASURES}
         values: dict[str, Any] = {}
         for field in ("low", "high", "epsilon", "measure", "force"):
             name = ENV_PREFIX + field.upper()
-            raw = source.get(name, "").strip()
+            raw = env.get(name, "").strip()
             if not raw:
                 continue
             if field in choices:
@@ -152,6 +152,13 @@ class GateConfig(BaseModel):
                 raise ValueError(f"{name} must be a number, got {raw!r}") from None
         values.update(overrides)
         return cls(**values)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GateConfig:
+        """`from_mapping` over `env`, or over the process environment when `env` is None
+        (a shim for callers that build a gate without settings: the Lambdas pass their
+        gate in the brain settings, read once by `horcrux.settings`)."""
+        return cls.from_mapping(os.environ if env is None else env, **overrides)
 
 
 class GateDecision(BaseModel):
