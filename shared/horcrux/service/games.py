@@ -134,14 +134,9 @@ def create_game(
 def lobby(
     store: GameStore, limit: int = 20, cursor: str | None = None, status: LobbyStatus = "open"
 ) -> LobbyResponse:
-    """Games by status (`open`: a free human seat), oldest first; pass `cursor` back."""
-    if status == "open":
-        page = store.list_open_games(limit=limit, cursor=cursor)
-    else:
-        lister = getattr(store, "list_games", None)
-        if lister is None:
-            raise InvalidRequest(f"this store lists only open games, not {status!r} ones")
-        page = lister(status, limit=limit, cursor=cursor)
+    """Games by status, oldest first: `open` (a free human seat: the lobby), `active`,
+    `over` (the game history). Pass `cursor` back for the next page."""
+    page = store.list_games(status, limit=limit, cursor=cursor)
     return LobbyResponse(
         games=[
             LobbyGame(

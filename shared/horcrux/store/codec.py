@@ -489,7 +489,7 @@ def _decode_seat(value: Item) -> SeatInfo:
 
 
 def encode_snapshot(snapshot: GameSnapshot) -> Item:
-    """The snapshot item. Lobby keys are present only while the game is open (sparse GSI)."""
+    """The snapshot item, keyed in the lobby index by its status."""
     item: Item = {
         "pk": {"S": game_pk(snapshot.game_id)},
         "sk": {"S": SNAPSHOT_SK},
@@ -507,9 +507,11 @@ def encode_snapshot(snapshot: GameSnapshot) -> Item:
         item["belief"] = {"M": {k: {"B": bytes(v)} for k, v in sorted(snapshot.beliefs.items())}}
     if snapshot.belief_history:
         item["bpt"] = {"B": encode_point(snapshot.belief_history[-1])}
-    if snapshot.status == "open":
-        item["lobby"] = {"S": LOBBY_OPEN}
-        item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+    # the lobby index, by status (`open`, `active`, `over`): the lobby and the game history;
+    # its keys and projected attributes change only when the status does, not per move
+    item["lobby"] = {"S": snapshot.status}
+    item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+    if snapshot.open_seats:
         item["open_seats"] = {"SS": list(snapshot.open_seats)}
     return item
 
@@ -538,7 +540,7 @@ def decode_lobby_entry(item: Item) -> LobbyEntry:
     return LobbyEntry(
         game_id=game_id_of(item["pk"]["S"]),
         rules_name=item["rules"]["S"],
-        open_seats=tuple(s for s in SEATS if s in item["open_seats"]["SS"]),
+        open_seats=tuple(s for s in SEATS if s in item.get("open_seats", {"SS": []})["SS"]),
         created_at=float(item["created"]["N"]),
     )
 

@@ -29,6 +29,7 @@ from horcrux.store.port import (
     GameSnapshot,
     LobbyPage,
     NotFound,
+    Status,
     TurnEvent,
     check_commit,
     check_create,
@@ -374,10 +375,13 @@ class DynamoDbStore:
         return common.event_page(raw, limit, self._clock(), more=more)
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        return self.list_games("open", limit=limit, cursor=cursor)
+
+    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
-        condition = "#lobby = :open"
+        condition = "#lobby = :status"
         names = {"#lobby": "lobby"}
-        values: Item = {":open": {"S": codec.LOBBY_OPEN}}
+        values: Item = {":status": {"S": status}}
         if cursor is not None:
             condition += " AND #lsk > :cursor"
             names["#lsk"] = "lobby_sk"
