@@ -10,7 +10,7 @@ minutes), and returns the key; the service passes it to the brain factory as
 `settings["api_key"]`. A secret that holds no key (`unset`, blank) means no key, and a secret
 that cannot be read (permissions, throttling) keeps the last value: without a key the
 planner plays, as locally. Without a secret (local play, tests) the key is the
-`ANTHROPIC_API_KEY` the settings were read with. `os.environ` is never written.
+`ANTHROPIC_API_KEY` the settings were read with. The environment is never written.
 
 The secret is either the key itself or a JSON object holding it as `ANTHROPIC_API_KEY` (or
 `api_key`). Nothing is imported from Powertools or boto3 until a secret is configured.
