@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from horcrux.decisions import Tier
 
 if TYPE_CHECKING:
     from horcrux.store.dynamodb import DynamoSettings
@@ -44,6 +46,12 @@ DEFAULT_SECRET_MAX_AGE_S = 300
 DEFAULT_RESULTS_KEEP = 20
 DEFAULT_IDEMPOTENCY_TABLE = "horcrux-idempotency"
 DEFAULT_METRICS_NAMESPACE = "HorcruxHunt"
+
+
+TIERS: tuple[Tier, ...] = get_args(Tier)
+Measure = Literal["min-entropy", "shannon"]
+MEASURES: tuple[Measure, ...] = get_args(Measure)
+ENV_PREFIX = "HORCRUX_GATE_"
 
 
 class SettingsError(ValueError):
@@ -177,9 +185,59 @@ class BrainSettings(_Settings):
         return out
 
 
-def _gate(env: Env) -> dict[str, Any]:
-    from horcrux.memory.gate import GateConfig  # the turn functions only: the API skips it
+# ---------------------------------------------------------------- the entropy gate
+class GateConfig(BaseModel):
+    """The gate's thresholds (bits of excess entropy) and its exploration rate."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    low: float = Field(default=1.0, ge=0.0, description="zero-token tier below this")
+    high: float = Field(default=2.0, ge=0.0, description="compressed below this, else full")
+    epsilon: float = Field(default=0.10, ge=0.0, le=1.0, description="zero-tier exploration")
+    measure: Measure = Field(default="min-entropy", description="excess min-entropy or Shannon")
+    force: Tier | None = Field(default=None, description="pin every decision to one tier")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GateConfig:
+        if self.low > self.high:
+            raise ValueError(f"gate thresholds need low <= high, got {self.low} > {self.high}")
+        return self
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, str], **overrides: Any) -> GateConfig:
+        """Defaults, then HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE} from `env` (the
+        variables a function's settings were read from, once, at cold start), then keyword
+        `overrides`. Empty variables are ignored; a bad value raises ValueError naming the
+        variable."""
+        choices: dict[str, tuple[str, ...]] = {"force": TIERS, "measure": MEASURES}
+        values: dict[str, Any] = {}
+        for field in ("low", "high", "epsilon", "measure", "force"):
+            name = ENV_PREFIX + field.upper()
+            raw = env.get(name, "").strip()
+            if not raw:
+                continue
+            if field in choices:
+                if raw not in choices[field]:
+                    known = ", ".join(choices[field])
+                    raise ValueError(f"{name} must be one of {known}, got {raw!r}")
+                values[field] = raw
+                continue
+            try:
+                values[field] = float(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {raw!r}") from None
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GateConfig:
+        """`from_mapping` over `env`, or over the process environment when `env` is None
+        (a shim for callers that build a gate without settings: the Lambdas pass their
+        gate in the brain settings, read once at cold start)."""
+        return cls.from_mapping(os.environ if env is None else env, **overrides)
+
+
+def _gate(env: Env) -> dict[str, Any]:
     try:
         return GateConfig.from_mapping(env).model_dump(mode="json")
     except ValidationError as exc:  # e.g. low > high: name the variables
@@ -258,9 +316,14 @@ def compaction_settings(env: Env | None = None) -> CompactionSettings:
 
 
 __all__ = [
+    "ENV_PREFIX",
+    "MEASURES",
+    "TIERS",
     "ApiSettings",
     "BrainSettings",
     "CompactionSettings",
+    "GateConfig",
+    "Measure",
     "OperatorSettings",
     "SecretSettings",
     "SettingsError",
