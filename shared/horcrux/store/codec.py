@@ -7,8 +7,8 @@ Snapshot item (games table, pk `GAME#<id>`, sk `SNAPSHOT`): small scalar attribu
 the lobby and for inspection (`v`, `status`, `turn`, `phase`, `rules`, `seats`, `created`,
 `ttl`), the whole `GameState` in the binary format below (`state`), the Layer-2 snapshot of
 a seat whose brain cannot be rebuilt from its view as opaque bytes (`belief`, a map seat ->
-B; the planner stores none), Harry's latest belief point (`bpt`, binary), and, only while
-the game is open, the sparse lobby index keys (`lobby`, `lobby_sk`, `open_seats`).
+B; the planner stores none), Harry's latest belief point (`bpt`, binary), and the lobby
+index keys (`lobby` = the status, `lobby_sk`; `open_seats` while a seat is free).
 
 Event item (events table, pk `GAME#<id>`, sk `seq` number): `type`, `turn`, `body` (the
 event's JSON), `ttl`, `winner` on the event that ends the game, `next_ai` (`harry` |

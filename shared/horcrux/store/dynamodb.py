@@ -2,7 +2,7 @@
 
 Two tables (docs/STORE.md): the events table (pk `GAME#<id>`, sk `seq` number, a stream)
 and the games table (pk/sk strings: the snapshot at `GAME#<id>` / `SNAPSHOT`, with a
-sparse `lobby` index). A turn is one GetItem (ConsistentRead) of the snapshot and one
+`lobby` index by status). A turn is one GetItem (ConsistentRead) of the snapshot and one
 TransactWriteItems (the event if its seq is new + the snapshot if the version has not
 moved). Every call asks for ReturnConsumedCapacity TOTAL and is recorded in `calls`.
 """
