@@ -651,3 +651,21 @@ def test_every_domain_error_code_is_in_the_error_map() -> None:
         {f"{c.__module__}.{c.__name__}: {c.code}" for c in classes if c.code not in STATUS_BY_CODE}
     )
     assert missing == []
+
+
+def test_every_response_is_counted_by_status_class(
+    api: ApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert raw_call(api, CREATE, "application/json").status == 201
+    assert raw_call(api, "not json", "application/json").status == 400  # answered early
+    assert api.call("GET", "/nope").status == 404
+    out = capsys.readouterr().out
+    counted = [
+        name
+        for line in out.splitlines()
+        if line.startswith('{"_aws"')
+        for name in json.loads(line)
+        if name.startswith("Http")
+    ]
+    assert counted == ["Http2xx", "Http4xx", "Http4xx"]

@@ -45,10 +45,15 @@ app = build_app(
 )
 
 
+def _count_status(response: dict[str, Any]) -> None:
+    status = int(response.get("statusCode", 500))
+    metrics.add_metric(name=f"Http{status // 100}xx", unit=MetricUnit.Count, value=1)
+
+
+app.on_response.append(_count_status)  # every response, the 413/400 guards' included
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = app.resolve(event, context)
-    status = int(response.get("statusCode", 500))
-    metrics.add_metric(name=f"Http{status // 100}xx", unit=MetricUnit.Count, value=1)
-    return response
+    return app.resolve(event, context)

@@ -63,11 +63,24 @@ def as_json_request(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class HorcruxResolver(APIGatewayHttpResolver):
-    """The resolver, refusing an oversized or non-JSON body before routing or validation."""
+    """The resolver, refusing an oversized or non-JSON body before routing or validation.
+
+    `on_response` callbacks see every response, the early 413/400 ones included (the
+    handler counts statuses with it)."""
 
     max_body_bytes = MAX_BODY_BYTES
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.on_response: list[Callable[[dict[str, Any]], None]] = []
+
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        response = self._guarded(event, context)
+        for callback in self.on_response:
+            callback(response)
+        return response
+
+    def _guarded(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         size = len(raw_body(event))
         if size > self.max_body_bytes:
             return proxy_error(
