@@ -8,7 +8,6 @@ add or drop a field of a view. The models are also the OpenAPI document's schema
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -199,13 +198,6 @@ class ReplayResponse(ServiceResponse):
     )
 
 
-def as_payload(value: ServiceResponse | Mapping[str, Any]) -> Payload:
-    """A response as plain JSON-able data."""
-    if isinstance(value, ServiceResponse):
-        return value.as_json()
-    return dict(value)
-
-
 __all__ = [
     "DEFAULT_HARRY_BRAIN",
     "DEFAULT_RULES",
@@ -228,5 +220,4 @@ __all__ = [
     "ServiceResponse",
     "TurnOutcome",
     "TurnRequest",
-    "as_payload",
 ]
