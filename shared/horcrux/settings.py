@@ -64,14 +64,25 @@ def _text(env: Env, name: str, default: str | None = None) -> str | None:
     return raw or default
 
 
-def _number(env: Env, name: str, default: float, *, minimum: float, strict: bool) -> float:
+def _number(
+    env: Env,
+    name: str,
+    default: float,
+    *,
+    minimum: float,
+    strict: bool = False,
+    whole: bool = False,
+) -> float:
+    """A number from `env[name]` (`default` if unset), at least `minimum` (above it if
+    `strict`; a whole number if `whole`); SettingsError naming the variable otherwise."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = float(raw)
+        value = int(raw) if whole else float(raw)
     except ValueError:
-        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        kind = "a whole number" if whole else "a number"
+        raise SettingsError(f"{name} must be {kind}, got {raw!r}") from None
     if value < minimum or (strict and value == minimum):
         sign = ">" if strict else ">="
         raise SettingsError(f"{name} must be {sign} {minimum:g}, got {raw!r}")
@@ -79,16 +90,7 @@ def _number(env: Env, name: str, default: float, *, minimum: float, strict: bool
 
 
 def _integer(env: Env, name: str, default: int, *, minimum: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise SettingsError(f"{name} must be >= {minimum}, got {raw!r}")
-    return value
+    return int(_number(env, name, default, minimum=minimum, whole=True))
 
 
 class _Settings(BaseModel):
