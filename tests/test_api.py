@@ -4,7 +4,12 @@ events table's stream (moto, in process)."""
 
 from __future__ import annotations
 
+import base64
+import importlib
+import json
+import pkgutil
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -14,8 +19,10 @@ from typing import Any
 import pytest
 from api_fixtures import (
     IDEMPOTENCY_TABLE,
+    ROOT,
     ApiClient,
     StreamPump,
+    api_event,
     leaks,
     load_handler,
     moto_tables,
@@ -24,6 +31,7 @@ from api_fixtures import (
 
 from horcrux import sim
 from horcrux.agents import HARRY_BRAINS
+from horcrux.errors import HorcruxError
 from horcrux.rules import PRESETS
 from horcrux.service import GameService, SeatRequest
 from horcrux.store import DynamoDbStore, MemoryStore, codec
@@ -297,6 +305,7 @@ def test_an_idempotent_retry_returns_the_first_response_and_writes_nothing(
     before = counts(dynamo, gid)
     again = api.call("POST", f"/games/{gid}/moves", token=token, body=move, headers=key)
     assert again.status == 200 and again.body == first.body
+    assert again.raw == first.raw  # byte for byte, keys in the first response's order
     assert counts(dynamo, gid) == before == (2, 1)
     other = api.call(
         "POST",
@@ -517,3 +526,146 @@ def test_a_robust_planner_seat_plays_over_the_api_as_it_plays_in_process(
     )
     assert good.status == 201, good.body
     assert good.body["game"]["seats"]["harry"]["brain"] == "planner-window:8:0.8"
+
+
+# ---------------------------------------------------------------- bodies and content types
+CREATE = json.dumps({"seats": {"harry": HUMAN, "voldemort": {"kind": "ai"}}, "seed": 2})
+
+
+def raw_call(api: ApiClient, body: str | bytes, content_type: str | None) -> Any:
+    """POST /games with this body and content type, as API Gateway would pass them."""
+    event = api_event("POST", "/games")
+    if isinstance(body, bytes):
+        event["body"] = base64.b64encode(body).decode()
+        event["isBase64Encoded"] = True
+    else:
+        event["body"] = body
+    event["headers"].pop("content-type", None)
+    if content_type is not None:
+        event["headers"]["content-type"] = content_type
+    return api.send(event)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/x-www-form-urlencoded",  # what `curl -d` sends
+        "APPLICATION/JSON",
+        "application/json; charset=utf-8",
+        "text/plain",
+        None,
+    ],
+)
+def test_a_json_body_is_read_whatever_its_content_type(
+    api: ApiClient, content_type: str | None
+) -> None:
+    reply = raw_call(api, CREATE, content_type)
+    assert reply.status == 201, reply.body
+    assert reply.body["seat"] == "harry" and reply.body["game"]["status"] == "active"
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        (b"\xff\xfe{}", "invalid_body", "not UTF-8"),
+        ("seats=harry", "invalid_json", "not valid JSON"),
+        ('{"seats": ', "invalid_json", "not valid JSON"),
+    ],
+)
+def test_a_body_that_is_not_utf8_json_is_a_400_naming_the_problem(
+    api: ApiClient, dynamo: Store, body: str | bytes, code: str, words: str
+) -> None:
+    for content_type in ("application/x-www-form-urlencoded", "application/json"):
+        reply = raw_call(api, body, content_type)
+        assert reply.status == 400 and reply.body["error"] == code, reply.body
+        assert words in reply.body["message"]
+    assert dynamo.client.scan(TableName=dynamo.settings.games_table)["Count"] == 0
+
+
+# ---------------------------------------------------------------- the lobby's statuses
+def test_the_lobby_lists_open_active_and_over_games(api: ApiClient, pump: StreamPump) -> None:
+    opened = create(api, HUMAN, HUMAN, rules="classic", seed=1)["game_id"]
+    active = create(api, HUMAN, {"kind": "ai"}, rules="classic", seed=2)["game_id"]
+    over = create(api, {"kind": "ai", "brain": "naive"}, {"kind": "ai"}, rules="classic", seed=3)
+    pump.pump()
+    assert api.call("GET", f"/games/{over['game_id']}").body["status"] == "over"
+
+    def listed(status: str) -> list[tuple[str, str]]:
+        reply = api.call("GET", "/games", query={"status": status})
+        assert reply.status == 200, reply.body
+        return [(g["game_id"], g["status"]) for g in reply.body["games"]]
+
+    assert listed("open") == [(opened, "open")]
+    assert listed("active") == [(active, "active")]
+    assert listed("over") == [(over["game_id"], "over")]
+    joined = api.call("POST", f"/games/{opened}/seats/voldemort")
+    assert joined.status == 200
+    assert listed("open") == [] and listed("active") == [(opened, "active"), (active, "active")]
+    bad = api.call("GET", "/games", query={"status": "finished"})
+    assert bad.status == 422 and "status" in bad.body["message"]
+
+
+# ---------------------------------------------------------------- docs match what runs
+def _readme_http_block() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Playing over HTTP", 1)[1]
+    return section.split("```bash", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_and_api_docs_show_the_create_response_that_runs(api: ApiClient) -> None:
+    real = create(api, HUMAN, {"kind": "ai"})
+    block = _readme_http_block()
+    shown = re.search(r"# -> (\{.*\})", block)
+    assert shown is not None, "the README shows the create response"
+    keys = re.findall(r'"(\w+)":', shown.group(1))
+    assert keys == list(real) == ["game_id", "seat", "token", "game"]
+    api_md = (ROOT / "docs" / "API.md").read_text()
+    assert "| `POST /games` | none | 201: `{game_id, seat, token, game}` |" in api_md
+    for cited in ("GAME.md", "BELIEF.md", "the article"):
+        assert cited not in api_md
+
+
+# ---------------------------------------------------------------- the error map
+def _domain_errors() -> list[type[HorcruxError]]:
+    import horcrux
+
+    for info in pkgutil.walk_packages(horcrux.__path__, "horcrux."):
+        if info.name.startswith(("horcrux.local", "horcrux.evaluation", "horcrux.cli")):
+            continue  # tools, not what the API raises
+        importlib.import_module(info.name)
+    found: list[type[HorcruxError]] = []
+    todo: list[type[HorcruxError]] = [HorcruxError]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_domain_error_code_is_in_the_error_map() -> None:
+    from horcrux.api.errors import STATUS_BY_CODE
+
+    classes = _domain_errors()
+    assert len(classes) > 20  # the walk found the package's errors
+    missing = sorted(
+        {f"{c.__module__}.{c.__name__}: {c.code}" for c in classes if c.code not in STATUS_BY_CODE}
+    )
+    assert missing == []
+
+
+def test_every_response_is_counted_by_status_class(
+    api: ApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert raw_call(api, CREATE, "application/json").status == 201
+    assert raw_call(api, "not json", "application/json").status == 400  # answered early
+    assert api.call("GET", "/nope").status == 404
+    out = capsys.readouterr().out
+    counted = [
+        name
+        for line in out.splitlines()
+        if line.startswith('{"_aws"')
+        for name in json.loads(line)
+        if name.startswith("Http")
+    ]
+    assert counted == ["Http2xx", "Http4xx", "Http4xx"]

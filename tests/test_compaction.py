@@ -24,6 +24,7 @@ from moto import mock_aws
 from horcrux import compaction, engine, rng, sim
 from horcrux.models import AnyAction, Attack, GameStarted, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
+from horcrux.settings import compaction_settings
 from horcrux.store import (
     Conflict,
     DynamoDbStore,
@@ -383,13 +384,11 @@ def test_the_recent_results_stay_bounded_and_in_order(store: Any) -> None:
     assert [store.result(g).game_id for g in ids] == ids
 
 
-def test_the_keep_bound_comes_from_the_environment(
-    memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HORCRUX_RESULTS_KEEP", "2")
+def test_the_keep_bound_comes_from_the_settings(memory_store: MemoryStore) -> None:
+    settings = compaction_settings({"HORCRUX_RESULTS_KEEP": "2"})
     for i in range(3):
         play(memory_store, f"g{i}", seed=20 + i)
-        run(memory_store, [final_record(memory_store, f"g{i}")])
+        run(memory_store, [final_record(memory_store, f"g{i}")], settings=settings)
     assert [s.game_id for s in memory_store.recent_results(*SCOPE).results] == ["g1", "g2"]
 
 

@@ -13,18 +13,22 @@ from horcrux.api.app import build_app
 from horcrux.echo import persist
 from horcrux.echo.ops import ENV_AGENTS, ENV_TOKEN
 from horcrux.service import GameService
+from horcrux.settings import OperatorSettings
 from horcrux.store import MemoryStore
 from horcrux.store.port import hash_token
 
 OPERATOR = "operator-secret-token-of-at-least-some-length"
 
 
+def operator(**env: str) -> OperatorSettings:
+    """The API's operator settings, read from these variables (as at a cold start)."""
+    return OperatorSettings.from_env({ENV_TOKEN: hash_token(OPERATOR), **env})
+
+
 @pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv(ENV_TOKEN, hash_token(OPERATOR))
-    monkeypatch.delenv(ENV_AGENTS, raising=False)
+def app() -> Any:
     store = MemoryStore()
-    return build_app(GameService(store, inline_ai=True)), store
+    return build_app(GameService(store, inline_ai=True), operator=operator()), store
 
 
 def call(app: Any, method: str, path: str, **kw: Any) -> tuple[int, Any]:
@@ -54,9 +58,8 @@ def test_memory_routes_need_the_operator_token(app: Any) -> None:
     assert call(resolver, "DELETE", "/memory/planner", query=q, token=seat_token)[0] == 403
 
 
-def test_the_operator_token_is_scope_limited(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    resolver, _ = app
-    monkeypatch.setenv(ENV_AGENTS, "gated")
+def test_the_operator_token_is_scope_limited() -> None:
+    resolver = build_app(GameService(MemoryStore()), operator=operator(**{ENV_AGENTS: "gated"}))
     q = {"opponent": "reference"}
     assert call(resolver, "GET", "/memory/planner", query=q, token=OPERATOR)[0] == 403
     assert call(resolver, "GET", "/memory/gated", query=q, token=OPERATOR)[0] == 200

@@ -418,10 +418,11 @@ def _normalised(path: str) -> str:
 
 
 def test_the_routes_are_exactly_the_apps_routes(doc: Json) -> None:
-    source = (ROOT / "shared" / "horcrux" / "api" / "app.py").read_text()
+    api = ROOT / "shared" / "horcrux" / "api"  # the app and its Routers
+    source = "".join(p.read_text() for p in sorted(api.glob("*.py")))
     app_routes = {
         (method.upper(), _normalised(path))
-        for method, path in re.findall(r'@app\.(get|post|delete)\(\s*"([^"]+)"', source)
+        for method, path in re.findall(r'@(?:app|router)\.(get|post|delete)\(\s*"([^"]+)"', source)
     }
     routes = {
         tuple(r["Properties"]["RouteKey"].split(" ", 1))

@@ -1,4 +1,5 @@
-"""`horcrux.secrets`: the Anthropic key from Secrets Manager (moto's), cached, exported."""
+"""`horcrux.secrets`: the Anthropic key from Secrets Manager (moto's), cached, returned as a
+value (never written to `os.environ`)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from horcrux.secrets import (
     MAX_AGE_ENV,
     PLACEHOLDER,
     SECRET_ENV,
+    AnthropicKey,
     key_from_secret,
     load_anthropic_key,
-    max_age_from_env,
 )
+from horcrux.settings import SecretSettings, SettingsError
 
 NAME = "horcrux/anthropic"
 
@@ -50,39 +52,43 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_without_a_configured_secret_nothing_is_read(
     monkeypatch: pytest.MonkeyPatch, secrets: Any
 ) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    assert load_anthropic_key() is False
-    monkeypatch.setenv(API_KEY_ENV, "sk-local")
-    assert load_anthropic_key() is True  # a local run's key is left alone
+    assert load_anthropic_key(SecretSettings()) is None
+    local = SecretSettings.from_env({API_KEY_ENV: "sk-local"})
+    assert load_anthropic_key(local) == "sk-local"  # a local run's key, given as a value
     assert parameters.base.DEFAULT_PROVIDERS == {}  # no Secrets Manager provider built
+    assert API_KEY_ENV not in os.environ
 
 
-def test_the_key_is_exported_for_the_brain_factory(
+def test_the_key_is_returned_for_the_brain_factory_and_never_exported(
     monkeypatch: pytest.MonkeyPatch, secrets: Any
 ) -> None:
     arn = secrets.create_secret(Name=NAME, SecretString="sk-ant-test")["ARN"]
-    monkeypatch.setenv(SECRET_ENV, arn)
-    assert load_anthropic_key() is True
-    assert os.environ[API_KEY_ENV] == "sk-ant-test"
-    assert _has_key(BrainOptions(rules=CLASSIC))  # the gated brain will call the LLM
-    HARRY_BRAINS.create("llm", CLASSIC, for_seat=True)  # no longer `llm_unavailable`
+    key = load_anthropic_key(SecretSettings.from_env({SECRET_ENV: arn}))
+    assert key == "sk-ant-test"
+    assert API_KEY_ENV not in os.environ  # the old code exported it here
+    assert _has_key(BrainOptions(rules=CLASSIC, settings={"api_key": key}))
+    assert not _has_key(BrainOptions(rules=CLASSIC))
+    # no longer `llm_unavailable`: the key reaches the brain as a setting
+    HARRY_BRAINS.create("llm", CLASSIC, for_seat=True, settings={"api_key": key})
 
 
 def test_the_secret_is_read_once_per_max_age(monkeypatch: pytest.MonkeyPatch, secrets: Any) -> None:
     secrets.create_secret(Name=NAME, SecretString="sk-first")
-    monkeypatch.setenv(SECRET_ENV, NAME)  # a name works as well as an ARN
-    monkeypatch.setenv(MAX_AGE_ENV, "1")
+    # a name works as well as an ARN
+    settings = SecretSettings.from_env({SECRET_ENV: NAME, MAX_AGE_ENV: "1"})
+    source = AnthropicKey(settings)
     calls: list[str] = []
-    assert load_anthropic_key() is True
+    assert source() == "sk-first"
     client = parameters.base.DEFAULT_PROVIDERS["secrets"].client
     client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
     secrets.put_secret_value(SecretId=NAME, SecretString="sk-second")
     for _ in range(5):
-        assert load_anthropic_key() is True
-    assert calls == [] and os.environ[API_KEY_ENV] == "sk-first"  # served from the cache
-    time.sleep(1.05)
-    assert load_anthropic_key() is True  # expired: read once more
-    assert calls == ["GetSecretValue"] and os.environ[API_KEY_ENV] == "sk-second"
+        assert source() == "sk-first"
+    assert calls == []  # served from the cache
+    time.sleep(1.05)  # the cache's own clock: max_age is whole seconds
+    assert source() == "sk-second"  # expired: read once more
+    assert calls == ["GetSecretValue"]
+    assert API_KEY_ENV not in os.environ
 
 
 @pytest.mark.parametrize("value", [PLACEHOLDER, "  ", json.dumps({"other": 1})])
@@ -90,21 +96,19 @@ def test_a_secret_without_a_key_means_no_key_and_the_planner_plays(
     value: str, monkeypatch: pytest.MonkeyPatch, secrets: Any
 ) -> None:
     secrets.create_secret(Name=NAME, SecretString=value)
-    monkeypatch.setenv(SECRET_ENV, NAME)
-    monkeypatch.setenv(API_KEY_ENV, "sk-stale")  # a key that was removed since
-    assert load_anthropic_key() is False
-    assert API_KEY_ENV not in os.environ
-    assert not _has_key(BrainOptions(rules=CLASSIC))
+    # a key given directly is not used when a secret is configured: the secret wins
+    settings = SecretSettings.from_env({SECRET_ENV: NAME, API_KEY_ENV: "sk-stale"})
+    assert load_anthropic_key(settings) is None
+    assert AnthropicKey(settings)() is None
 
 
 def test_an_unreadable_secret_keeps_the_last_value_and_never_raises(
     monkeypatch: pytest.MonkeyPatch, secrets: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv(SECRET_ENV, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone")
-    assert load_anthropic_key() is False
+    gone = SecretSettings(secret_id="arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone")
+    assert load_anthropic_key(gone) is None
     assert "could not read the Anthropic secret" in caplog.text
-    monkeypatch.setenv(API_KEY_ENV, "sk-known")
-    assert load_anthropic_key() is True
+    assert load_anthropic_key(gone, last="sk-known") == "sk-known"
 
 
 def test_a_json_secret_holds_the_key_under_its_variable_name() -> None:
@@ -115,11 +119,9 @@ def test_a_json_secret_holds_the_key_under_its_variable_name() -> None:
     assert key_from_secret(None) is None
 
 
-def test_max_age_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(MAX_AGE_ENV, raising=False)
-    assert max_age_from_env() == 300
-    monkeypatch.setenv(MAX_AGE_ENV, "60")
-    assert max_age_from_env() == 60
-    monkeypatch.setenv(MAX_AGE_ENV, "-1")
-    with pytest.raises(ValueError, match=MAX_AGE_ENV):
-        max_age_from_env()
+def test_max_age_comes_from_the_settings() -> None:
+    assert SecretSettings.from_env({}).max_age_s == 300
+    assert SecretSettings.from_env({MAX_AGE_ENV: "60"}).max_age_s == 60
+    for bad in ("-1", "soon"):
+        with pytest.raises(SettingsError, match=MAX_AGE_ENV):
+            SecretSettings.from_env({MAX_AGE_ENV: bad})

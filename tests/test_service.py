@@ -3,6 +3,7 @@ and the local dispatcher (the same `play_ai_turn` the stream-driven Lambdas call
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -11,13 +12,17 @@ from api_fixtures import leaks
 
 from horcrux import sim
 from horcrux.agents import HARRY_BRAINS
+from horcrux.api.turns import turn_request
 from horcrux.errors import GameOver, NotYourTurn, UnknownBrain, UnknownLocation
 from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.service import (
+    ECHO_KEY,
     GameService,
     InvalidRequest,
+    MadeBrain,
     MoveConflict,
+    MoveResponse,
     NotOver,
     SeatRequest,
     SeatTaken,
@@ -27,10 +32,9 @@ from horcrux.service import (
     WrongSeat,
     default_harry_brain,
     project_event,
-    turn_request,
 )
 from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token, read_log
-from horcrux.store.port import GameStore, TurnEvent
+from horcrux.store.port import GameStore, ScopeStore, TurnEvent
 
 HUMAN = SeatRequest(kind="human")
 T0 = 1_700_000_000.0
@@ -186,7 +190,7 @@ def test_two_concurrent_moves_one_wins_the_other_conflicts(store: MemoryStore) -
     for t in threads:
         t.join()
     store.load = real_load  # type: ignore[method-assign]
-    wins = [r for r in results if isinstance(r, dict)]
+    wins = [r for r in results if isinstance(r, MoveResponse)]
     conflicts = [r for r in results if isinstance(r, MoveConflict)]
     assert len(wins) == 1 and len(conflicts) == 1
     assert conflicts[0].details["game"]["version"] == 1
@@ -363,3 +367,54 @@ def test_expired_games_are_not_found_and_moves_after_the_end_conflict() -> None:
     clock.now += 61
     with pytest.raises(NotFound):
         service.game(gid, token)
+
+
+# ---------------------------------------------------------------- no per-call state
+def test_the_brain_factory_returns_the_brain_with_its_memory_pin(store: MemoryStore) -> None:
+    service = GameService(store)
+    created = service.create_game(ai("planner"), HUMAN, rules="classic", seed=21)
+    snapshot = store.load(created["game_id"])
+    made = service.make_brain(snapshot, "harry")
+    assert isinstance(made, MadeBrain) and made.pin is None and made.memory == "read"
+    pin = json.dumps({"models": None, "line": "relocates at once"}).encode()
+    pinned = snapshot.model_copy(update={"beliefs": {ECHO_KEY: pin}})
+    made = service.make_brain(pinned, "harry")
+    assert made.pin == pin and made.memory is None  # the pin, not a read of the memory item
+    assert made.brain.name == "planner"
+
+
+def test_the_service_keeps_nothing_per_call_between_turns(store: MemoryStore) -> None:
+    service = GameService(store)
+    before = set(vars(service))
+    created = service.create_game(ai("planner"), ai(), rules="classic", seed=22)
+    outcomes = service.dispatch(created["game_id"])
+    assert outcomes[0].memory == "read" and all(o.memory is None for o in outcomes[1:])
+    assert set(vars(service)) == before
+    assert not {"_pinned", "_memory_read"} & before
+
+
+class GameOnly:
+    """A store with the `GameStore` port only: no cross-game memory."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self._inner = inner
+        for name in (
+            "create_game",
+            "load",
+            "commit_turn",
+            "events",
+            "list_open_games",
+            "list_games",
+            "join_seat",
+        ):
+            setattr(self, name, getattr(inner, name))
+
+
+def test_memory_is_read_only_from_a_scope_store(store: MemoryStore) -> None:
+    plain: Any = GameOnly(store)
+    assert isinstance(plain, GameStore) and not isinstance(plain, ScopeStore)
+    service = GameService(plain)
+    assert service.scope_store is None and GameService(store).scope_store is store
+    created = service.create_game(ai("planner"), ai(), rules="classic", seed=23)
+    first = service.play_ai_turn(created["game_id"], "harry", 0)
+    assert first.status == "played" and first.memory is None

@@ -221,3 +221,36 @@ def test_each_handler_imports_with_only_the_layer_and_boto3(
         cwd=tmp_path,
         env=env,
     )
+
+
+def test_a_turn_gets_the_secrets_key_as_a_setting_and_the_environment_stays_clean(
+    dynamo: DynamoDbStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+    from aws_lambda_powertools.utilities import parameters
+
+    from horcrux.agents import HARRY_BRAINS
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    parameters.clear_caches()
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(Name="horcrux/anthropic", SecretString="sk-ant-turn")["ARN"]
+    monkeypatch.setenv("HORCRUX_ANTHROPIC_SECRET_ARN", arn)
+    gid = GameService(dynamo).create_game(naive(), HUMAN, rules="classic", seed=3)["game_id"]
+    handler = load_handler("harry_turn")
+    seen: list[tuple[str, dict[str, Any]]] = []
+    real = HARRY_BRAINS.create
+
+    def spy(spec: str, rules: Any, **kw: Any) -> Any:
+        seen.append((spec, dict(kw.get("settings") or {})))
+        return real(spec, rules, **kw)
+
+    monkeypatch.setattr(HARRY_BRAINS, "create", spy)
+    try:
+        response = handler.lambda_handler(batch(stream_record(gid, 0, "harry")), FakeContext())
+    finally:
+        parameters.clear_caches()
+    assert response == {"batchItemFailures": []}
+    assert dynamo.load(gid).state.seq == 1  # the turn was played
+    assert "ANTHROPIC_API_KEY" not in os.environ
+    assert [s.get("api_key") for spec, s in seen if spec == "naive"] == ["sk-ant-turn"]

@@ -13,13 +13,13 @@ nothing to maintain per event. The CDK's filter keeps those records away anyway:
 
     {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"winner": {"S": [{"exists": true}]}}}}
 
-Collaborators are injectable: `make_handler(store, metrics)` builds a handler; the module's
-`handler` uses a `DynamoDbStore` built on first use (tests replace `set_store`).
+Collaborators are injectable: `make_handler(store, metrics, settings=...)` builds a handler;
+the module's `handler` uses a `DynamoDbStore` built on first use (tests replace `set_store`).
+The environment is read once, at cold start (`horcrux.settings.compaction_settings`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -38,11 +38,12 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.compaction import compact
+from horcrux.settings import CompactionSettings, compaction_settings
 from horcrux.store import codec
 from horcrux.store.port import ResultStore
-from horcrux.store.results import RESULTS_MAX
 
-NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HorcruxHunt")
+SETTINGS = compaction_settings()  # the environment, read once (a bad value fails the init)
+NAMESPACE = SETTINGS.metrics_namespace
 SERVICE = "compaction"
 
 logger = Logger(service=SERVICE)
@@ -58,7 +59,7 @@ def default_store() -> ResultStore:
     if _store is None:
         from horcrux.store import DynamoDbStore
 
-        _store = DynamoDbStore()
+        _store = DynamoDbStore(SETTINGS.store.dynamo())
     return _store
 
 
@@ -66,14 +67,6 @@ def set_store(store: ResultStore | None) -> None:
     """Replace the module's store (tests); None: build a DynamoDbStore again on next use."""
     global _store  # noqa: PLW0603
     _store = store
-
-
-def keep_from_env() -> int:
-    """How many summaries a recent-results item keeps: `HORCRUX_RESULTS_KEEP` (default 20)."""
-    keep = int(os.environ.get("HORCRUX_RESULTS_KEEP", RESULTS_MAX))
-    if keep < 1:
-        raise ValueError(f"HORCRUX_RESULTS_KEEP must be >= 1, got {keep}")
-    return keep
 
 
 def final_event(record: DynamoDBRecord) -> tuple[str, int] | None:
@@ -99,10 +92,18 @@ def make_handler(
     metrics: AnyMetrics | None = None,
     *,
     keep: int | None = None,
+    settings: CompactionSettings | None = None,
 ) -> Handler:
-    """A Lambda handler over `store` (or a factory of it; None: the module's default)."""
+    """A Lambda handler over `store` (or a factory of it; None: the module's default).
+
+    `keep` (default: the settings' `results_keep`, `HORCRUX_RESULTS_KEEP`) bounds a
+    scope's recent results; `settings` default to the module's, read at cold start."""
+    config = settings or SETTINGS
+    bound = keep if keep else config.results_keep
     sink: AnyMetrics = (
-        metrics if metrics is not None else Metrics(namespace=NAMESPACE, service=SERVICE)
+        metrics
+        if metrics is not None
+        else Metrics(namespace=config.metrics_namespace, service=SERVICE)
     )
 
     def get_store() -> ResultStore:
@@ -118,9 +119,7 @@ def make_handler(
             if final is None:
                 return "skipped"
             game_id, seq = final
-            outcome = compact(
-                get_store(), game_id, final_seq=seq, keep=keep if keep else keep_from_env()
-            )
+            outcome = compact(get_store(), game_id, final_seq=seq, keep=bound)
         except Exception:
             logger.exception("compaction failed", extra={"event_id": record.event_id})
             raise

@@ -20,9 +20,12 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api.turns import turn_record_handler
-from horcrux.secrets import load_anthropic_key
+from horcrux.secrets import AnthropicKey
 from horcrux.service import GameService, TurnOutcome
+from horcrux.settings import turn_settings
 from horcrux.store import DynamoDbStore
+
+settings = turn_settings("harry")  # the environment, read once (a bad value fails the init)
 
 logger = Logger(service="horcrux-harry-turn")
 metrics = Metrics(namespace="HorcruxHunt", service="horcrux-harry-turn")
@@ -30,7 +33,11 @@ metrics = Metrics(namespace="HorcruxHunt", service="horcrux-harry-turn")
 processor = BatchProcessor(
     event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
 )
-service = GameService(DynamoDbStore())  # the boto3 client is created at the first call
+anthropic_key = AnthropicKey(settings.secret)  # the secret's key, cached; none: planner plays
+service = GameService(  # the boto3 client is created at the first call
+    DynamoDbStore(settings.store.dynamo()),
+    brain_settings=lambda: settings.brains.values(anthropic_key()),
+)
 
 
 MEMORY_METRICS = {"read": "MemoryRead", "rebuilt": "MemoryRebuilt", "error": "MemoryUnavailable"}
@@ -57,7 +64,6 @@ record_handler = turn_record_handler(service, "harry", on_outcome=_report)
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    load_anthropic_key()  # the secret's key, cached; none: the planner plays
     records = len(event.get("Records", []))
     metrics.add_metric(name="StreamRecords", unit=MetricUnit.Count, value=records)
     return process_partial_response(

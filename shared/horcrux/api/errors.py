@@ -12,8 +12,9 @@ import json
 from typing import Any
 
 STATUS_BY_CODE: dict[str, int] = {
-    # 400: the request is not even JSON
+    # 400: the request is not even JSON (or not UTF-8 text)
     "invalid_json": 400,
+    "invalid_body": 400,
     "bad_request": 400,
     # 401: no token, or a token that holds no seat of this game
     "unauthorized": 401,
@@ -53,6 +54,13 @@ STATUS_BY_CODE: dict[str, int] = {
     # 5xx
     "item_too_large": 500,
     "internal_error": 500,
+    # the base classes' codes: raised as such, they are a bug (every refusal has its own)
+    "horcrux_error": 500,
+    "service_error": 500,
+    "store_error": 500,
+    "compaction_error": 500,
+    # the AI-turn functions only: too little time left, the stream retries the record
+    "deadline_too_short": 503,
 }
 
 THROTTLING_CODES = frozenset(

@@ -1,18 +1,28 @@
-"""Request and response models of the HTTP API (they are the OpenAPI document's schemas).
+"""Request models of the HTTP API, and the error body (the OpenAPI document's schemas).
 
-Views and events are typed loosely (`dict`) on purpose: what a seat may see is decided by
-`horcrux.views` / `horcrux.service.project_event`, and a response model must never add or
-drop a field of a view.
+The response models are the service's own (`horcrux.service.models`): the routes return
+them as the service built them, re-exported here for the OpenAPI document.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search, Seat
-from horcrux.service import SeatRequest
+from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search
+from horcrux.service.models import (
+    CreatedResponse,
+    EventsResponse,
+    GameResponse,
+    JoinedResponse,
+    LobbyGame,
+    LobbyResponse,
+    MoveResponse,
+    ReplayResponse,
+    SeatPublic,
+    SeatRequest,
+)
 
 MoveRequest = Annotated[
     Search | Attack | Ally | Relocate | PlantDecoy | Pass, Field(discriminator="type")
@@ -38,83 +48,13 @@ class CreateGameRequest(_Request):
     )
 
 
-class _Response(BaseModel):
+class ErrorResponse(BaseModel):
+    """Every error's body; a few codes add documented fields (`to_move`, `game`, `detail`)."""
+
     model_config = ConfigDict(extra="allow")
 
-
-class ErrorResponse(_Response):
     error: str = Field(description="a stable code (docs/API.md, the error map)")
     message: str = Field(description="what is wrong, in words")
-
-
-class SeatPublic(_Response):
-    kind: Literal["human", "ai"]
-    taken: bool
-    brain: str | None = None
-
-
-class GameResponse(_Response):
-    game_id: str
-    version: int
-    status: Literal["open", "active", "over"]
-    rules: str
-    turn: int
-    phase: Literal["harry", "voldemort", "over"]
-    to_move: Seat | None
-    your_seat: Seat | None
-    seats: dict[str, SeatPublic]
-    winner: Seat | None = None
-    end_reason: str | None = None
-    view: dict[str, Any] = Field(description="horcrux.views.view_for(state, your_seat)")
-    legal: dict[str, Any] | None = Field(
-        default=None, description="your legal action set, when it is your turn"
-    )
-
-
-class CreatedResponse(_Response):
-    game_id: str
-    seat: Seat | None = Field(description="the seat the creator holds (None: AI vs AI)")
-    token: str | None = Field(description="the seat's bearer token, shown only this once")
-    game: GameResponse
-
-
-class JoinedResponse(CreatedResponse):
-    seat: Seat
-    token: str
-
-
-class LobbyGame(_Response):
-    game_id: str
-    rules: str
-    open_seats: list[Seat]
-    created_at: float
-
-
-class LobbyResponse(_Response):
-    games: list[LobbyGame]
-    cursor: str | None = Field(description="pass back as ?cursor= for the next page")
-
-
-class MoveResponse(_Response):
-    game_id: str
-    seat: Seat
-    event: dict[str, Any] | None = Field(description="your move's event, as you may see it")
-    game: GameResponse
-
-
-class EventsResponse(_Response):
-    game_id: str
-    your_seat: Seat | None
-    events: list[dict[str, Any]]
-    next_after: int | None = Field(description="pass back as ?after= (None: no more events)")
-
-
-class ReplayResponse(_Response):
-    game_id: str
-    replay: dict[str, Any] = Field(description="horcrux.views.Replay: every event + the truth")
-    belief_history: list[dict[str, Any]] = Field(
-        description="AI Harry's belief per turn: entropy (bits) and the top-3 locations"
-    )
 
 
 class CorrectionRequest(BaseModel):
@@ -133,3 +73,22 @@ class CorrectionRequest(BaseModel):
     kind: Literal["correction", "preference"] = "correction"
     subject: Literal["relocates", "immediate", "plant_top", "note"] = "note"
     rate: float | None = Field(default=None, ge=0, le=1, description="the rate it asserts")
+
+
+__all__ = [
+    "CorrectionRequest",
+    "CreateGameRequest",
+    "CreatedResponse",
+    "ErrorResponse",
+    "EventsResponse",
+    "GameResponse",
+    "JoinedResponse",
+    "LobbyGame",
+    "LobbyResponse",
+    "MoveRequest",
+    "MoveResponse",
+    "ReplayResponse",
+    "SeatPublic",
+    "SeatRequest",
+    "SeatsRequest",
+]

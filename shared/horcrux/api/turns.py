@@ -8,17 +8,46 @@ A record is idempotent to replay: `play_ai_turn` skips a game that moved past it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.models import Seat
-from horcrux.service import GameService, TurnOutcome, turn_request
+from horcrux.service import GameService, TurnOutcome, TurnRequest
+from horcrux.store import codec
+from horcrux.store.port import SEATS
 
 DEADLINE_MARGIN_S = 2.0
 """Kept from the Lambda's remaining time for the commit and the response."""
+
+
+def turn_request(image: Mapping[str, Any]) -> TurnRequest | None:
+    """The AI turn an event item asks for (`next_ai`), or None if it asks for none.
+
+    `image` is a stream record's NewImage, either low-level (`{"pk": {"S": ...}}`) or
+    deserialised (`{"pk": "GAME#x", "seq": Decimal(3)}`, as Powertools gives it).
+    """
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Mapping) and len(value) == 1:
+            ((kind, inner),) = value.items()
+            if kind in ("S", "N"):
+                return inner
+        return value
+
+    seat = plain(image.get("next_ai"))
+    if seat not in SEATS:
+        return None
+    pk, seq = plain(image.get("pk")), plain(image.get("seq"))
+    if not isinstance(pk, str) or seq is None:
+        raise ValueError(f"not an event item: pk={pk!r} seq={seq!r}")
+    number = Decimal(str(seq))
+    if number != number.to_integral_value():
+        raise ValueError(f"not an event seq: {seq!r}")
+    return TurnRequest(game_id=codec.game_id_of(pk), seq=int(number), seat=seat)
 
 
 def filter_pattern(seat: Seat) -> dict[str, Any]:

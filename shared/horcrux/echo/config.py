@@ -7,14 +7,12 @@ uses (nested mappings by indentation, scalars, `[a, b]` lists, `#` comments).
 from __future__ import annotations
 
 import importlib
-import os
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 CONFIG_PATH = Path(__file__).with_name("echo.yaml")
-ENV_CONFIG = "HORCRUX_ECHO_CONFIG"
 
 
 @dataclass(frozen=True)
@@ -115,8 +113,9 @@ def config_from_mapping(data: dict[str, Any]) -> EchoConfig:
 
 
 def load_config(path: str | Path | None = None) -> EchoConfig:
-    """The configuration at `path`, `HORCRUX_ECHO_CONFIG`, or the shipped echo.yaml."""
-    target = Path(path or os.environ.get(ENV_CONFIG) or CONFIG_PATH)
+    """The configuration at `path` (a caller's setting, e.g. `HORCRUX_ECHO_CONFIG` read by
+    its settings), or the shipped echo.yaml."""
+    target = Path(path or CONFIG_PATH)
     return config_from_mapping(_load_yaml(target.read_text(encoding="utf-8")))
 
 

@@ -10,8 +10,7 @@ reaches only its game. No operator token configured: every call is refused (403)
 from __future__ import annotations
 
 import hmac
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux.echo.config import default_config
 from horcrux.echo.core import add_correction, retention
@@ -19,6 +18,9 @@ from horcrux.echo.model import ADVERSARY_SUBJECTS, Belief, EchoMemory, Skill, Su
 from horcrux.echo.persist import encode_memory, forget, load, startup
 from horcrux.errors import HorcruxError
 from horcrux.store.port import Conflict, ScopeStore, hash_token
+
+if TYPE_CHECKING:
+    from horcrux.settings import OperatorSettings
 
 ENV_TOKEN = "HORCRUX_OPERATOR_TOKEN_SHA256"
 ENV_AGENTS = "HORCRUX_OPERATOR_AGENTS"
@@ -34,14 +36,16 @@ class OperatorForbidden(HorcruxError):
     code = "forbidden"
 
 
-def authorize(token: str | None, agent: str) -> None:
-    """401 without a token; 403 if it is not the operator's or the agent is out of scope."""
+def authorize(token: str | None, agent: str, operator: OperatorSettings) -> None:
+    """401 without a token; 403 if it is not the operator's or the agent is out of scope.
+
+    `operator` is the function's settings (`HORCRUX_OPERATOR_*`, read once at cold start)."""
     if not token:
         raise OperatorUnauthorized("memory routes need the operator's bearer token")
-    expected = os.environ.get(ENV_TOKEN, "").strip().lower()
+    expected = operator.token_sha256.strip().lower()
     if not expected or not hmac.compare_digest(hash_token(token), expected):
         raise OperatorForbidden("this token is not the operator's")
-    allowed = [a.strip() for a in os.environ.get(ENV_AGENTS, "*").split(",") if a.strip()]
+    allowed = operator.agents
     if "*" not in allowed and agent not in allowed:
         raise OperatorForbidden(f"the operator token does not reach agent {agent!r}")
 

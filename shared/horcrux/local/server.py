@@ -25,7 +25,6 @@ import datetime as dt
 import importlib.util
 import json
 import logging
-import os
 import pathlib
 import signal
 import sys
@@ -107,13 +106,22 @@ def _packaged_api_handler() -> Handler:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
     from horcrux.api import IdempotentMoves, build_app
+    from horcrux.secrets import AnthropicKey
+    from horcrux.settings import api_settings
     from horcrux.store import DynamoDbStore
 
-    def layer() -> DynamoDBPersistenceLayer:
-        table = os.environ.get("HORCRUX_IDEMPOTENCY_TABLE", "horcrux-idempotency")
-        return DynamoDBPersistenceLayer(table_name=table)
+    settings = api_settings()  # the environment, read once, as the API Lambda does
+    key = AnthropicKey(settings.secret)
 
-    app = build_app(GameService(DynamoDbStore()), idempotency=IdempotentMoves(layer))
+    def layer() -> DynamoDBPersistenceLayer:
+        return DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
+
+    service = GameService(
+        DynamoDbStore(settings.store.dynamo()),
+        ttl_seconds=settings.store.ttl_seconds,
+        brain_settings=lambda: settings.brains.values(key()),
+    )
+    app = build_app(service, idempotency=IdempotentMoves(layer), operator=settings.operator)
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(event, context)
@@ -568,9 +576,18 @@ def start_stack(
     free port). Call `serve_in_thread()` or `httpd.serve_forever()`, then `close()`."""
     dynamo = start_dynamodb(dynamo_host, 0)
     try:
+        from horcrux.secrets import AnthropicKey
+        from horcrux.settings import turn_settings
         from horcrux.store import DynamoDbStore
 
-        ai = AiTurns(GameService(DynamoDbStore()))
+        settings = turn_settings("harry")  # read once, after the local DynamoDB is set up
+        key = AnthropicKey(settings.secret)
+        ai = AiTurns(
+            GameService(
+                DynamoDbStore(settings.store.dynamo()),
+                brain_settings=lambda: settings.brains.values(key()),
+            )
+        )
         api = LocalApi(ai=ai)
         try:
             httpd = LocalHttpServer((host, port), api, dynamodb=dynamo.endpoint, log_to=log_to)

@@ -46,29 +46,25 @@ picks a location other than the top one (`exploration_target` draws one uniforml
 `route` always draws exactly one number from the caller's RNG, whatever the tier, so a
 seeded game's stream of draws does not depend on the gate's thresholds.
 
-Every setting is a field of `GateConfig` and can be overridden from the environment:
-HORCRUX_GATE_LOW, HORCRUX_GATE_HIGH, HORCRUX_GATE_EPSILON, HORCRUX_GATE_MEASURE
-(`min-entropy` | `shannon`), HORCRUX_GATE_FORCE (a tier).
+Every setting is a field of `GateConfig` (defined with the other settings in
+`horcrux.settings`, re-exported here); the Harry turn function reads HORCRUX_GATE_LOW,
+HORCRUX_GATE_HIGH, HORCRUX_GATE_EPSILON, HORCRUX_GATE_MEASURE (`min-entropy` | `shannon`)
+and HORCRUX_GATE_FORCE (a tier) once, at cold start, and passes the gate to its brains.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, get_args
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from horcrux.decisions import DecisionRecord, Tier
-
-TIERS: tuple[Tier, ...] = get_args(Tier)
-Measure = Literal["min-entropy", "shannon"]
-MEASURES: tuple[Measure, ...] = get_args(Measure)
-ENV_PREFIX = "HORCRUX_GATE_"
+from horcrux.settings import ENV_PREFIX, MEASURES, TIERS, GateConfig, Measure  # re-exported
 
 
 def entropy_bits(weights: Iterable[float]) -> float:
@@ -108,50 +104,6 @@ def top_occupancy_floor(measure: float) -> float:
     Exact for `min-entropy` (the top occupancy *is* 2^-E_min), a lower bound for `shannon`.
     """
     return float(2.0 ** (-measure))
-
-
-class GateConfig(BaseModel):
-    """The gate's thresholds (bits of excess entropy) and its exploration rate."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    low: float = Field(default=1.0, ge=0.0, description="zero-token tier below this")
-    high: float = Field(default=2.0, ge=0.0, description="compressed below this, else full")
-    epsilon: float = Field(default=0.10, ge=0.0, le=1.0, description="zero-tier exploration")
-    measure: Measure = Field(default="min-entropy", description="excess min-entropy or Shannon")
-    force: Tier | None = Field(default=None, description="pin every decision to one tier")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> GateConfig:
-        if self.low > self.high:
-            raise ValueError(f"gate thresholds need low <= high, got {self.low} > {self.high}")
-        return self
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GateConfig:
-        """Defaults, then HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE} from `env` (default:
-        os.environ), then keyword `overrides`. Empty variables are ignored; a bad value
-        raises ValueError naming the variable."""
-        source = os.environ if env is None else env
-        choices: dict[str, tuple[str, ...]] = {"force": TIERS, "measure": MEASURES}
-        values: dict[str, Any] = {}
-        for field in ("low", "high", "epsilon", "measure", "force"):
-            name = ENV_PREFIX + field.upper()
-            raw = source.get(name, "").strip()
-            if not raw:
-                continue
-            if field in choices:
-                if raw not in choices[field]:
-                    known = ", ".join(choices[field])
-                    raise ValueError(f"{name} must be one of {known}, got {raw!r}")
-                values[field] = raw
-                continue
-            try:
-                values[field] = float(raw)
-            except ValueError:
-                raise ValueError(f"{name} must be a number, got {raw!r}") from None
-        values.update(overrides)
-        return cls(**values)
 
 
 class GateDecision(BaseModel):
@@ -312,3 +264,21 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"context tokens median/p95: all {num(ctx['median'])}/{num(ctx['p95'])}"
         + (f"; {tokens}" if tokens else "")
     )
+
+
+__all__ = [
+    "ENV_PREFIX",
+    "MEASURES",
+    "TIERS",
+    "DecisionLog",
+    "EntropyGate",
+    "GateConfig",
+    "GateDecision",
+    "Measure",
+    "entropy_bits",
+    "exploration_target",
+    "format_summary",
+    "gate_measure",
+    "percentile",
+    "top_occupancy_floor",
+]

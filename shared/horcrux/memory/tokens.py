@@ -36,7 +36,6 @@ per request). With an API key, `calibrate` measures a scale factor against the r
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -108,11 +107,13 @@ def calibrate(
     *,
     model: str = DEFAULT_CALIBRATION_MODEL,
     client: Any | None = None,
+    api_key: str | None = None,
 ) -> Calibration | None:
     """Measure `real / estimated` over `samples` with Anthropic's token-counting endpoint.
 
-    Returns None, without importing the SDK or touching the network, when no `client` is
-    given and ANTHROPIC_API_KEY is not set. Otherwise each sample is counted as one user
+    Returns None, without importing the SDK or touching the network, when neither a
+    `client` nor an `api_key` is given (the caller reads its key once, from settings).
+    Otherwise each sample is counted as one user
     message with `client.messages.count_tokens(model=..., messages=[...])`; the
     envelope (the count for a one-character message, less one) is subtracted from every
     sample before comparing. Network or API errors propagate to the caller: this is an
@@ -122,11 +123,11 @@ def calibrate(
     if not texts:
         raise ValueError("calibrate needs at least one non-empty sample")
     if client is None:
-        if not os.environ.get("ANTHROPIC_API_KEY"):
+        if not api_key:
             return None
         import anthropic  # lazy: the SDK is an optional dependency (the `llm` extra)
 
-        client = anthropic.Anthropic()
+        client = anthropic.Anthropic(api_key=api_key)
 
     def count(text: str) -> int:
         result = client.messages.count_tokens(

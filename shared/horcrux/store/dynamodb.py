@@ -2,7 +2,7 @@
 
 Two tables (docs/STORE.md): the events table (pk `GAME#<id>`, sk `seq` number, a stream)
 and the games table (pk/sk strings: the snapshot at `GAME#<id>` / `SNAPSHOT`, with a
-sparse `lobby` index). A turn is one GetItem (ConsistentRead) of the snapshot and one
+`lobby` index by status). A turn is one GetItem (ConsistentRead) of the snapshot and one
 TransactWriteItems (the event if its seq is new + the snapshot if the version has not
 moved). Every call asks for ReturnConsumedCapacity TOTAL; a `CallRecorder`, if one is
 given (the benchmarks: opt-in, so a long-lived Lambda container keeps nothing per call),
@@ -31,6 +31,7 @@ from horcrux.store.port import (
     GameSnapshot,
     LobbyPage,
     NotFound,
+    Status,
     TurnEvent,
     check_commit,
     check_create,
@@ -363,10 +364,13 @@ class DynamoDbStore:
         return common.event_page(raw, limit, self._clock(), more=more)
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        return self.list_games("open", limit=limit, cursor=cursor)
+
+    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
-        condition = "#lobby = :open"
+        condition = "#lobby = :status"
         names = {"#lobby": "lobby"}
-        values: Item = {":open": {"S": mapping.LOBBY_OPEN}}
+        values: Item = {":status": {"S": status}}
         if cursor is not None:
             condition += " AND #lsk > :cursor"
             names["#lsk"] = "lobby_sk"

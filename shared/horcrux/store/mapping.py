@@ -8,9 +8,8 @@ Snapshot item (games table, pk `GAME#<id>`, sk `SNAPSHOT`): small scalar attribu
 the lobby and for inspection (`v`, `status`, `turn`, `phase`, `rules`, `seats`, `created`,
 `ttl`), the whole `GameState` (`state`, `wire.encode_state`), the Layer-2 snapshot of a
 seat whose brain cannot be rebuilt from its view as opaque bytes (`belief`, a map seat ->
-B; the planner stores none), Harry's latest belief point (`bpt`, `wire.encode_point`), and,
-only while the game is open, the sparse lobby index keys (`lobby`, `lobby_sk`,
-`open_seats`).
+B; the planner stores none), Harry's latest belief point (`bpt`, `wire.encode_point`), and
+the lobby index keys (`lobby` = the status, `lobby_sk`; `open_seats` while a seat is free).
 
 Event item (events table, pk `GAME#<id>`, sk `seq` number): `type`, `turn`, `body` (the
 event's JSON), `ttl`, `winner` on the event that ends the game, `next_ai` (`harry` |
@@ -103,7 +102,7 @@ def _decode_seat(value: Item) -> SeatInfo:
 
 
 def encode_snapshot(snapshot: GameSnapshot) -> Item:
-    """The snapshot item. Lobby keys are present only while the game is open (sparse GSI)."""
+    """The snapshot item, keyed in the lobby index by its status."""
     item: Item = {
         "pk": {"S": game_pk(snapshot.game_id)},
         "sk": {"S": SNAPSHOT_SK},
@@ -121,9 +120,11 @@ def encode_snapshot(snapshot: GameSnapshot) -> Item:
         item["belief"] = {"M": {k: {"B": bytes(v)} for k, v in sorted(snapshot.beliefs.items())}}
     if snapshot.belief_history:
         item["bpt"] = {"B": encode_point(snapshot.belief_history[-1])}
-    if snapshot.status == "open":
-        item["lobby"] = {"S": LOBBY_OPEN}
-        item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+    # the lobby index, by status (`open`, `active`, `over`): the lobby and the game history;
+    # its keys and projected attributes change only when the status does, not per move
+    item["lobby"] = {"S": snapshot.status}
+    item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+    if snapshot.open_seats:
         item["open_seats"] = {"SS": list(snapshot.open_seats)}
     return item
 
@@ -152,7 +153,7 @@ def decode_lobby_entry(item: Item) -> LobbyEntry:
     return LobbyEntry(
         game_id=game_id_of(item["pk"]["S"]),
         rules_name=item["rules"]["S"],
-        open_seats=tuple(s for s in SEATS if s in item["open_seats"]["SS"]),
+        open_seats=tuple(s for s in SEATS if s in item.get("open_seats", {"SS": []})["SS"]),
         created_at=float(item["created"]["N"]),
     )
 

@@ -26,6 +26,7 @@ from horcrux.store.port import (
     GameSnapshot,
     LobbyPage,
     NotFound,
+    Status,
     TurnEvent,
     check_commit,
     check_create,
@@ -127,12 +128,15 @@ class MemoryStore:
         return common.event_page(page, limit, now)
 
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        return self.list_games("open", limit=limit, cursor=cursor)
+
+    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         check_limit(limit)
         now = self._clock()
         with self._lock:
             self.op_counts["Query"] += 1
             lobby = sorted(
-                (i for i in self._games.values() if i.get("lobby") == {"S": mapping.LOBBY_OPEN}),
+                (i for i in self._games.values() if i.get("lobby") == {"S": status}),
                 key=lambda i: str(i["lobby_sk"]["S"]),
             )
         if cursor is not None:

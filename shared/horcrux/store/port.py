@@ -263,6 +263,11 @@ class GameStore(Protocol):
         """Games with a free human seat, oldest first (expired ones skipped)."""
         ...
 
+    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+        """Games with this status (`open`, `active`, `over`), oldest first (expired ones
+        skipped): the lobby and the game history. `list_open_games` is `list_games("open")`."""
+        ...
+
     def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
         """Take a free human seat (version + 1). Conflict(`seat_taken`) if it is not free;
         NotFound if the game is missing or expired."""

@@ -1,0 +1,362 @@
+"""AI turns: build a seat's brain (with its cross-game memory pin), decide, commit once.
+
+`play_ai_turn(store, game_id, seat, after_seq)` is the ONE function that plays an AI
+seat's move; the stream-driven Lambdas call it per record and `dispatch` calls it in
+process, so both paths have the same semantics (docs/API.md, "AI turns").
+
+Everything a turn learns on the way (the memory pin its brain was built with, what the
+memory read did) travels in the values returned here (`MemoryRead`, `MadeBrain`), never on
+a shared object: one service instance serves concurrent turns safely.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.errors import IllegalAction
+from horcrux.models import AnyAction, GameState, Pass, Seat
+from horcrux.service.errors import DeadlineTooShort
+from horcrux.service.models import DEADLINE_FLOOR_S, TurnOutcome, TurnRequest
+from horcrux.store import codec
+from horcrux.store.port import (
+    BeliefPoint,
+    Conflict,
+    GameSnapshot,
+    GameStore,
+    NotFound,
+    ScopeStore,
+)
+from horcrux.views import harry_view, voldemort_view
+
+if TYPE_CHECKING:  # the brains bring numpy: imported where a brain is built, not at start-up
+    from horcrux.agents.planner import PlannerHarry
+
+log = logging.getLogger(__name__)
+
+ECHO_KEY = "harry.echo"
+"""The snapshot's `beliefs` entry holding what an AI Harry's first turn read from its
+cross-game memory (adversary models, memory line), so later turns rebuild the same brain
+without reading the memory again (docs/ECHO.md)."""
+
+
+@dataclass(frozen=True)
+class MemoryRead:
+    """What an AI Harry reads from cross-game memory for one turn.
+
+    `pin`: the blob to build the brain with (pinned in the snapshot after the first turn;
+    None: nothing learned, or no memory). `status`: `read`, `rebuilt:<why>`, `error`, or
+    None when the memory item was not read (a later turn, a store without memory)."""
+
+    pin: bytes | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class MadeBrain:
+    """A seat's brain for one turn, and the memory pin it was built with (if any)."""
+
+    brain: Any
+    restored: bool = False
+    pin: bytes | None = None
+    """The memory pin applied to the brain: kept in the snapshot after its first turn."""
+    memory: str | None = None
+    """`MemoryRead.status` of this turn (None: memory was not read)."""
+
+
+def rebuilt_from_view(brain: Any) -> bool:
+    """Whether `brain` is rebuilt from the view each turn instead of restored.
+
+    The planners' whole state is a pure function of their seat's view: a fresh one synced
+    to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
+    (`tests/test_service.py` proves it), so their snapshot is not stored. Any other brain
+    with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
+    from horcrux.agents.planner import PlannerHarry
+
+    return isinstance(brain, PlannerHarry)
+
+
+def memory_planner(brain: Any) -> PlannerHarry | None:
+    """The planner whose adversary models cross-game memory sets (default mode only)."""
+    from horcrux.agents.gated import GatedHarry
+    from horcrux.agents.planner import PlannerHarry
+    from horcrux.belief.bayes import DEFAULT_MODE
+
+    planner = brain.planner if isinstance(brain, GatedHarry) else brain
+    if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
+        return planner if planner.mode == DEFAULT_MODE else None
+    return None
+
+
+def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) -> MemoryRead:
+    """What this game's AI Harry reads from cross-game memory: the pin kept in the snapshot
+    after the first turn; on the first turn, read (and checked, rebuilt on a mismatch) from
+    the scope's memory item, if the store keeps memory (a `ScopeStore`)."""
+    if ECHO_KEY in snapshot.beliefs:
+        return MemoryRead(pin=snapshot.beliefs[ECHO_KEY])
+    if snapshot.state.turn != 1 or not isinstance(store, ScopeStore):
+        return MemoryRead()
+    from horcrux.compaction import scope_of
+    from horcrux.echo.persist import startup
+    from horcrux.echo.use import adversary_models, memory_line
+
+    scope = scope_of(snapshot.seats)
+    if scope is None:
+        return MemoryRead()
+    try:
+        got = startup(store, *scope)
+    except Exception:  # memory must never stop a game
+        log.warning("cross-game memory of %s vs %s unavailable", *scope, exc_info=True)
+        counts["error"] += 1
+        return MemoryRead(status="error")
+    counts["read"] += 1
+    status = "read"
+    if got.rebuilt is not None:
+        counts[f"rebuilt:{got.rebuilt}"] += 1
+        status = f"rebuilt:{got.rebuilt}"
+        log.warning("memory of %s vs %s rebuilt from the events (%s)", *scope, got.rebuilt)
+    models = adversary_models(got.memory)
+    line = memory_line(got.memory)
+    if models is None and line is None:
+        return MemoryRead(status=status)
+    body = {"models": [asdict(m) for m in models] if models else None, "line": line}
+    return MemoryRead(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), status)
+
+
+def apply_memory(
+    store: GameStore, snapshot: GameSnapshot, brain: Any, counts: Counter[str]
+) -> MemoryRead:
+    """Give `brain` what cross-game memory holds for it; the read, with `pin` set only if
+    it was applied (None: no memory planner, nothing learned, or an unreadable pin)."""
+    planner = memory_planner(brain)
+    if planner is None:
+        return MemoryRead()
+    read = read_memory(store, snapshot, counts)
+    if read.pin is None:
+        return read
+    from horcrux.agents.gated import GatedHarry
+    from horcrux.belief.bayes import AdversaryModel
+
+    try:
+        body = json.loads(read.pin)
+        models = tuple(AdversaryModel(**m) for m in body.get("models") or ())
+    except (ValueError, TypeError):
+        log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
+        return MemoryRead(status=read.status)
+    if models:
+        planner.adopt_models(models)
+    if isinstance(brain, GatedHarry) and body.get("line"):
+        brain.memory.memory_line = str(body["line"])
+    counts["applied"] += 1
+    return read
+
+
+def make_brain(
+    store: GameStore,
+    snapshot: GameSnapshot,
+    seat: Seat,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    counts: Counter[str] | None = None,
+) -> MadeBrain:
+    """The seat's brain for this turn, with the memory pin it was built with.
+
+    Built from the seat's spec with `settings` (`api_key`, `deadline_s`, ...), given
+    cross-game memory (an AI Harry), then replaced by the one restored from
+    `snapshot.beliefs` if the brain keeps a snapshot and it restores."""
+    info = snapshot.seats[seat]
+    assert info.brain is not None
+    rules = snapshot.state.rules
+    registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
+    brain: Any = registry.create(info.brain, rules, for_seat=True, settings=dict(settings or {}))
+    read = MemoryRead()
+    if seat == "harry":
+        read = apply_memory(store, snapshot, brain, counts if counts is not None else Counter())
+    data = snapshot.beliefs.get(seat)
+    restore = getattr(type(brain), "restore", None)
+    if data and callable(restore):
+        try:
+            restored = restore(rules, data)
+        except Exception:  # a stale or foreign snapshot: rebuild from the view
+            log.warning("could not restore the %s brain %s", seat, info.brain, exc_info=True)
+        else:
+            if type(restored) is type(brain) and getattr(restored, "name", None) == getattr(
+                brain, "name", None
+            ):
+                return MadeBrain(restored, restored=True, pin=read.pin, memory=read.status)
+    return MadeBrain(brain, pin=read.pin, memory=read.status)
+
+
+def belief_of(brain: Any, seat: Seat, turn: int) -> tuple[dict[str, bytes], BeliefPoint | None]:
+    """The brain's Layer-2 snapshot, and (Harry only) its belief point, if it has them.
+
+    A brain rebuilt from the view (`rebuilt_from_view`) stores no snapshot."""
+    beliefs: dict[str, bytes] = {}
+    snap = getattr(brain, "snapshot", None)
+    if callable(snap) and not rebuilt_from_view(brain):
+        data = snap()
+        if isinstance(data, bytes | bytearray):
+            beliefs[seat] = bytes(data)
+    if seat != "harry":
+        return beliefs, None
+    belief = getattr(brain, "belief", None)
+    entropy, top = getattr(belief, "entropy", None), getattr(belief, "top", None)
+    if callable(entropy) and callable(top):
+        value = float(entropy())
+        if math.isfinite(value):
+            point = BeliefPoint(
+                turn=turn,
+                entropy=value,
+                top=tuple((str(loc), float(p)) for loc, p in top(3))[:3],
+            )
+            return beliefs, point
+    return beliefs, None
+
+
+def decide(brain: Any, state: GameState, seat: Seat) -> AnyAction:
+    stream = rng.stream(state.seed, seat, state.turn)
+    view = harry_view(state) if seat == "harry" else voldemort_view(state)
+    move: AnyAction = brain.decide(view, stream)
+    return move
+
+
+def fallback_move(state: GameState, seat: Seat) -> AnyAction:
+    """What a seat plays when its brain chose an illegal move (a buggy brain)."""
+    if seat == "voldemort":
+        return Pass()
+    brain = HARRY_BRAINS.create("naive", state.rules)
+    move: AnyAction = brain.decide(harry_view(state), rng.stream(state.seed, seat, state.turn))
+    return move
+
+
+def play_ai_turn(
+    store: GameStore,
+    game_id: str,
+    seat: Seat,
+    after_seq: int,
+    *,
+    deadline_s: float | None = None,
+    settings: Mapping[str, Any] | None = None,
+    counts: Counter[str] | None = None,
+) -> TurnOutcome:
+    """Play the AI `seat`'s move that event `after_seq` asked for, at most once.
+
+    One read of the snapshot; nothing happens if the game is gone, has moved past
+    `after_seq` (a stream retry or a duplicate record), is over, or it is not this AI
+    seat's turn. Otherwise the seat's brain (restored from `snapshot.beliefs` if it
+    can be) decides and one transaction commits; if another invocation committed first
+    the store's condition fails and this one does nothing (`lost_race`).
+    """
+    start = time.perf_counter()
+
+    def outcome(status: Any, reason: str = "", memory: str | None = None, **kw: Any) -> TurnOutcome:
+        return TurnOutcome(
+            game_id, seat, status, reason, seconds=time.perf_counter() - start, memory=memory, **kw
+        )
+
+    try:
+        snapshot = store.load(game_id)
+    except NotFound:
+        return outcome("gone", "no such game (or it expired)")
+    state = snapshot.state
+    if state.seq != after_seq:
+        return outcome("skipped", f"the game is at seq {state.seq}, not {after_seq}")
+    if state.over:
+        return outcome("skipped", "the game is over")
+    if codec.next_ai(snapshot) != seat:
+        return outcome("skipped", f"not the {seat} AI's turn (phase {state.phase})")
+    if deadline_s is not None and deadline_s < DEADLINE_FLOOR_S:
+        raise DeadlineTooShort(f"{deadline_s:.2f} s left; the turn is left for a retry")
+    brain_settings = dict(settings or {})
+    if deadline_s is not None:
+        brain_settings["deadline_s"] = deadline_s
+    made = make_brain(store, snapshot, seat, settings=brain_settings, counts=counts)
+    move = decide(made.brain, state, seat)
+    try:
+        new_state, event = engine.apply(state, move)
+    except IllegalAction as exc:  # a buggy brain must not stall the game
+        log.error("the %s brain %s chose an illegal move: %s", seat, made.brain, exc)
+        move = fallback_move(state, seat)
+        new_state, event = engine.apply(state, move)
+    beliefs, point = belief_of(made.brain, seat, state.turn)
+    if made.pin is not None and ECHO_KEY not in snapshot.beliefs:
+        beliefs[ECHO_KEY] = made.pin
+    after = snapshot.advanced(new_state, beliefs=beliefs, belief_point=point)
+    if seat not in beliefs and seat in after.beliefs:  # a stale blob: drop it
+        kept = {k: v for k, v in after.beliefs.items() if k != seat}
+        after = after.model_copy(update={"beliefs": kept})
+    try:
+        store.commit_turn(snapshot.version, after, event)
+    except Conflict as exc:
+        if exc.reason == "busy":
+            raise  # a transaction was in flight: let the stream retry, it will skip
+        return outcome("lost_race", exc.message, made.memory)
+    return outcome(
+        "played",
+        memory=made.memory,
+        seq=event.seq,
+        version=after.version,
+        action=move.model_dump(mode="json"),
+    )
+
+
+def pending_ai(store: GameStore, game_id: str) -> TurnRequest | None:
+    """The AI turn the game waits for now (the `next_ai` its last event carries)."""
+    snapshot = store.load(game_id)
+    seat = codec.next_ai(snapshot)
+    if seat is None:
+        return None
+    return TurnRequest(game_id=game_id, seq=snapshot.state.seq, seat=seat)
+
+
+__all__ = [
+    "ECHO_KEY",
+    "MadeBrain",
+    "MemoryRead",
+    "apply_memory",
+    "belief_of",
+    "decide",
+    "dispatch",
+    "fallback_move",
+    "make_brain",
+    "memory_planner",
+    "pending_ai",
+    "play_ai_turn",
+    "read_memory",
+    "rebuilt_from_view",
+]
+
+
+def dispatch(
+    store: GameStore,
+    game_id: str,
+    *,
+    max_turns: int = 1000,
+    settings: Mapping[str, Any] | None = None,
+    counts: Counter[str] | None = None,
+) -> list[TurnOutcome]:
+    """Run pending AI turns in process until a person must move or the game ends.
+
+    The local stand-in for the stream: each step is exactly what a turn Lambda does for
+    the record of the last event (`play_ai_turn` with that event's seq).
+    """
+    outcomes: list[TurnOutcome] = []
+    for _ in range(max_turns):
+        request = pending_ai(store, game_id)
+        if request is None:
+            break
+        result = play_ai_turn(
+            store, game_id, request.seat, request.seq, settings=settings, counts=counts
+        )
+        outcomes.append(result)
+        if result.status != "played":
+            break
+    return outcomes

@@ -1,0 +1,78 @@
+"""The service's refusals: each a `HorcruxError` with a stable `code` (-> HTTP in `api`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horcrux.errors import HorcruxError
+
+
+class ServiceError(HorcruxError):
+    """A request the service refuses; `details` are merged into the error body."""
+
+    code = "service_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details: dict[str, Any] = details
+
+
+class Unauthorized(ServiceError):
+    """No token, a malformed one, or one that matches no seat of the game (401)."""
+
+    code = "unauthorized"
+
+
+class WrongSeat(ServiceError):
+    """A valid token playing an action of the other seat (403)."""
+
+    code = "wrong_seat"
+
+
+class InvalidRequest(ServiceError):
+    """A well-formed request the service cannot accept (seats, brains: 422)."""
+
+    code = "invalid_request"
+
+
+class WaitingForPlayer(ServiceError):
+    """A move while a human seat is still free (409)."""
+
+    code = "waiting_for_player"
+
+
+class SeatTaken(ServiceError):
+    """Joining a seat that is an AI's or already taken (409)."""
+
+    code = "seat_taken"
+
+
+class MoveConflict(ServiceError):
+    """Another move was committed first (409); `details["game"]` is the game as it is now."""
+
+    code = "conflict"
+
+
+class NotOver(ServiceError):
+    """The replay is released only after the end (409)."""
+
+    code = "not_over"
+
+
+class DeadlineTooShort(ServiceError):
+    """Too little time left to play an AI turn: the stream retries the record."""
+
+    code = "deadline_too_short"
+
+
+__all__ = [
+    "DeadlineTooShort",
+    "InvalidRequest",
+    "MoveConflict",
+    "NotOver",
+    "SeatTaken",
+    "ServiceError",
+    "Unauthorized",
+    "WaitingForPlayer",
+    "WrongSeat",
+]

@@ -1,0 +1,167 @@
+"""Creating and joining games, and the lobby.
+
+Each function reads at most one snapshot and writes at most one item or transaction, so a
+refused request (an unknown brain, a taken seat) writes nothing. A new seat's token is
+`secrets.token_urlsafe(32)`, returned once; the store keeps only its SHA-256.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from horcrux import engine
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.errors import HorcruxError, UnknownBrain
+from horcrux.models import Seat
+from horcrux.rules import PRESETS
+from horcrux.service.errors import InvalidRequest, MoveConflict, SeatTaken
+from horcrux.service.models import (
+    DEFAULT_HARRY_BRAIN,
+    DEFAULT_RULES,
+    DEFAULT_VOLDEMORT_BRAIN,
+    MAX_SEED,
+    TOKEN_BYTES,
+    LobbyGame,
+    LobbyResponse,
+    LobbyStatus,
+    SeatRequest,
+)
+from horcrux.store.port import (
+    SEATS,
+    Conflict,
+    GameSnapshot,
+    GameStore,
+    SeatInfo,
+    hash_token,
+    new_snapshot,
+)
+
+
+@dataclass(frozen=True)
+class Seated:
+    """A game just created or joined: the seat taken (None: AI vs AI) and its token, once."""
+
+    game_id: str
+    seat: Seat | None
+    token: str | None
+    snapshot: GameSnapshot
+
+
+def default_harry_brain() -> str:
+    """The brain an AI Harry plays with when the request names none."""
+    return DEFAULT_HARRY_BRAIN
+
+
+def seat_info(
+    seat: Seat,
+    request: SeatRequest,
+    rules_name: str,
+    *,
+    harry_default: str | None = None,
+    brain_settings: Mapping[str, Any] | None = None,
+) -> SeatInfo:
+    """The stored seat for a request; an AI seat's brain is built once to check it."""
+    if request.kind == "human":
+        if request.brain is not None:
+            raise InvalidRequest(f"the {seat} seat is human: it takes no brain", seat=seat)
+        return SeatInfo(kind="human")
+    registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
+    default = (
+        (harry_default or default_harry_brain()) if seat == "harry" else DEFAULT_VOLDEMORT_BRAIN
+    )
+    spec = request.brain or default
+    try:  # build it once: an unknown name, a bad parameter or a missing key fails here
+        registry.create(
+            spec, PRESETS[rules_name], for_seat=True, settings=dict(brain_settings or {})
+        )
+    except UnknownBrain as exc:
+        raise UnknownBrain(f"{exc.message} (seat {seat})") from None
+    except HorcruxError:
+        raise
+    except Exception as exc:
+        raise InvalidRequest(f"the {seat} brain {spec!r} cannot be built: {exc}") from None
+    return SeatInfo(kind="ai", brain=spec)
+
+
+def create_game(
+    store: GameStore,
+    harry: SeatRequest,
+    voldemort: SeatRequest,
+    *,
+    rules: str = DEFAULT_RULES,
+    seed: int | None = None,
+    clock: Callable[[], float],
+    ttl_seconds: int | None = None,
+    harry_default: str | None = None,
+    brain_settings: Mapping[str, Any] | None = None,
+) -> Seated:
+    """A new game; the creator takes the first human seat and gets its token, once."""
+    if rules not in PRESETS:
+        raise InvalidRequest(f"unknown rules {rules!r}; known: {', '.join(PRESETS)}")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise InvalidRequest(f"seed must be in 0..{MAX_SEED}")
+    requests: dict[Seat, SeatRequest] = {"harry": harry, "voldemort": voldemort}
+    seats = {
+        s: seat_info(
+            s, requests[s], rules, harry_default=harry_default, brain_settings=brain_settings
+        )
+        for s in SEATS
+    }
+    creator = next((s for s in SEATS if seats[s].kind == "human"), None)
+    token: str | None = None
+    if creator is not None:
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token))
+    drawn = secrets.randbelow(MAX_SEED + 1) if seed is None else seed
+    state, started = engine.new_game(PRESETS[rules], drawn)
+    for _ in range(3):  # a 96-bit id collides only by a miracle; retry anyway
+        game_id = secrets.token_urlsafe(12)
+        snapshot = new_snapshot(game_id, state, seats, now=clock(), ttl_seconds=ttl_seconds)
+        try:
+            store.create_game(snapshot, started)
+            break
+        except Conflict as exc:
+            if exc.reason != "exists":
+                raise
+    else:  # pragma: no cover
+        raise RuntimeError("could not draw a free game id")
+    return Seated(game_id, creator, token, snapshot)
+
+
+def lobby(
+    store: GameStore, limit: int = 20, cursor: str | None = None, status: LobbyStatus = "open"
+) -> LobbyResponse:
+    """Games by status, oldest first: `open` (a free human seat: the lobby), `active`,
+    `over` (the game history). Pass `cursor` back for the next page."""
+    page = store.list_games(status, limit=limit, cursor=cursor)
+    return LobbyResponse(
+        games=[
+            LobbyGame(
+                game_id=g.game_id,
+                rules=g.rules_name,
+                status=status,
+                open_seats=list(g.open_seats),
+                created_at=g.created_at,
+            )
+            for g in page.games
+        ],
+        cursor=page.cursor,
+    )
+
+
+def join(store: GameStore, game_id: str, seat: Seat) -> Seated:
+    """Take a free human seat; its token is shown once."""
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    try:
+        snapshot = store.join_seat(game_id, seat, hash_token(token))
+    except Conflict as exc:
+        if exc.reason != "seat_taken":
+            raise MoveConflict(exc.message) from None
+        raise SeatTaken(exc.message, seat=seat) from None
+    return Seated(game_id, seat, token, snapshot)
+
+
+__all__ = ["Seated", "create_game", "default_harry_brain", "join", "lobby", "seat_info"]

@@ -1,0 +1,223 @@
+"""The service's requests and typed responses (pydantic): what the API returns as is.
+
+Responses are strict (`extra="forbid"`): a field the service does not declare cannot
+appear in an answer. Views and events stay loosely typed (`dict`) on purpose: what a seat
+may see is decided by `horcrux.views` / `project_event`, and a response model must never
+add or drop a field of a view. The models are also the OpenAPI document's schemas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from horcrux.models import Seat
+from horcrux.store.port import GameSnapshot
+
+RulesName = Literal["classic", "standard"]
+DEFAULT_RULES: RulesName = "standard"
+DEFAULT_HARRY_BRAIN = "planner"
+DEFAULT_VOLDEMORT_BRAIN = "reference"
+TOKEN_BYTES = 32
+MAX_TOKEN_CHARS = 256
+MAX_SEED = 2**63 - 1
+EVENTS_PAGE_MAX = 200
+REPLAY_PAGE = 1000
+DEADLINE_FLOOR_S = 0.5
+"""An AI turn needs at least this much time left to start (else it is retried)."""
+LobbyStatus = Literal["open", "active", "over"]
+
+Payload = dict[str, Any]
+
+
+# ---------------------------------------------------------------- requests
+class SeatRequest(BaseModel):
+    """Who plays a seat: a person, or an AI brain by spec (`planner`, `naive:16`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["human", "ai"]
+    brain: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="an AI seat's brain spec; default planner (Harry) / reference (Voldemort)",
+    )
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One AI turn to play, as read from an event's stream record."""
+
+    game_id: str
+    seq: int
+    seat: Seat
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What `play_ai_turn` did: `played`, or why it did nothing."""
+
+    game_id: str
+    seat: Seat
+    status: Literal["played", "skipped", "lost_race", "gone"]
+    reason: str = ""
+    seq: int | None = None
+    version: int | None = None
+    action: Payload | None = None
+    seconds: float = 0.0
+    memory: str | None = None
+    """What this turn did with cross-game memory (an AI Harry's first turn only): `read`
+    (a good read), `rebuilt:<why>` (the start-up check's mismatch, rebuilt), `error`
+    (unavailable); None: memory was not read."""
+
+    def as_dict(self) -> Payload:
+        return {
+            "game_id": self.game_id,
+            "seat": self.seat,
+            "status": self.status,
+            "reason": self.reason,
+            "seq": self.seq,
+            "version": self.version,
+            "action": self.action,
+            "seconds": round(self.seconds, 4),
+            "memory": self.memory,
+        }
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    """A loaded snapshot and the seat its caller holds (None: a spectator)."""
+
+    snapshot: GameSnapshot
+    seat: Seat | None
+
+
+# ---------------------------------------------------------------- responses
+class ServiceResponse(BaseModel):
+    """A typed answer. `response["field"]` reads a field like `response.field` (for callers
+    written against the dict answers the service used to return)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in type(self).model_fields:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in type(self).model_fields else default
+
+    def as_json(self) -> Payload:
+        """The JSON the API answers with (field order as declared)."""
+        return self.model_dump(mode="json")
+
+
+class SeatPublic(ServiceResponse):
+    kind: Literal["human", "ai"]
+    taken: bool
+    brain: str | None = None
+
+
+class GameResponse(ServiceResponse):
+    game_id: str
+    version: int
+    status: LobbyStatus
+    rules: str
+    turn: int
+    phase: Literal["harry", "voldemort", "over"]
+    to_move: Seat | None
+    your_seat: Seat | None
+    seats: dict[str, SeatPublic]
+    winner: Seat | None = None
+    end_reason: str | None = None
+    view: dict[str, Any] = Field(description="horcrux.views.view_for(state, your_seat)")
+    legal: dict[str, Any] | None = Field(
+        default=None, description="your legal action set, when it is your turn"
+    )
+
+
+class CreatedResponse(ServiceResponse):
+    game_id: str
+    seat: Seat | None = Field(description="the seat the creator holds (None: AI vs AI)")
+    token: str | None = Field(description="the seat's bearer token, shown only this once")
+    game: GameResponse
+
+
+class JoinedResponse(CreatedResponse):
+    seat: Seat
+    token: str
+
+
+class LobbyGame(ServiceResponse):
+    game_id: str
+    rules: str
+    status: LobbyStatus = Field(description="open (a human seat is free), active or over")
+    open_seats: list[Seat]
+    created_at: float
+
+
+class LobbyResponse(ServiceResponse):
+    games: list[LobbyGame]
+    cursor: str | None = Field(description="pass back as ?cursor= for the next page")
+
+
+class MoveResponse(ServiceResponse):
+    game_id: str
+    seat: Seat
+    event: dict[str, Any] | None = Field(description="your move's event, as you may see it")
+    game: GameResponse
+
+
+class EventsResponse(ServiceResponse):
+    game_id: str
+    your_seat: Seat | None
+    events: list[dict[str, Any]]
+    next_after: int | None = Field(description="pass back as ?after= (None: no more events)")
+
+
+class BeliefTop(ServiceResponse):
+    location: str
+    p: float
+
+
+class BeliefPointResponse(ServiceResponse):
+    turn: int
+    entropy: float = Field(description="bits")
+    top: list[BeliefTop]
+
+
+class ReplayResponse(ServiceResponse):
+    game_id: str
+    replay: dict[str, Any] = Field(description="horcrux.views.Replay: every event + the truth")
+    belief_history: list[BeliefPointResponse] = Field(
+        description="AI Harry's belief per turn: entropy (bits) and the top-3 locations"
+    )
+
+
+__all__ = [
+    "DEFAULT_HARRY_BRAIN",
+    "DEFAULT_RULES",
+    "DEFAULT_VOLDEMORT_BRAIN",
+    "EVENTS_PAGE_MAX",
+    "Authenticated",
+    "BeliefPointResponse",
+    "BeliefTop",
+    "CreatedResponse",
+    "EventsResponse",
+    "GameResponse",
+    "JoinedResponse",
+    "LobbyGame",
+    "LobbyResponse",
+    "LobbyStatus",
+    "MoveResponse",
+    "ReplayResponse",
+    "SeatPublic",
+    "SeatRequest",
+    "ServiceResponse",
+    "TurnOutcome",
+    "TurnRequest",
+]

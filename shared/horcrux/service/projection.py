@@ -1,0 +1,193 @@
+"""Views and the events projection: what a seat (or a spectator) may read of a game.
+
+* Seats: a person holds a seat by a bearer token (`secrets.token_urlsafe(32)`, shown once);
+  the store keeps only its SHA-256, compared with `hmac.compare_digest`.
+* Views: a seat sees `horcrux.views.view_for(state, seat)`; without a token, the spectator's.
+* Events: projected per seat (`project_event`): while the game runs Harry and spectators get
+  Harry's events only (and `game_started` without the seed and the positions), Voldemort
+  gets everything but the seed; after the end everyone may read everything.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from horcrux import engine
+from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
+from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Seat
+from horcrux.service.errors import NotOver, Unauthorized
+from horcrux.service.models import (
+    EVENTS_PAGE_MAX,
+    MAX_TOKEN_CHARS,
+    REPLAY_PAGE,
+    Authenticated,
+    BeliefPointResponse,
+    BeliefTop,
+    EventsResponse,
+    GameResponse,
+    Payload,
+    ReplayResponse,
+    SeatPublic,
+)
+from horcrux.store.port import (
+    SEATS,
+    AnyEvent,
+    GameSnapshot,
+    GameStore,
+    hash_token,
+    merge_history,
+    read_log,
+)
+from horcrux.views import build_replay, harry_view, view_for, voldemort_view
+
+
+# ---------------------------------------------------------------- auth
+def seat_of(snapshot: GameSnapshot, token: str | None) -> Seat | None:
+    """The seat `token` holds in this game (None without a token); Unauthorized if none."""
+    if token is None:
+        return None
+    if not token or len(token) > MAX_TOKEN_CHARS:
+        raise Unauthorized("the bearer token is empty or too long")
+    digest = hash_token(token)
+    found: Seat | None = None
+    for seat in SEATS:  # compare against both seats: no early exit on a match
+        stored = snapshot.seats[seat].token_hash
+        if stored is not None and hmac.compare_digest(stored, digest):
+            found = seat
+    if found is None:
+        raise Unauthorized(f"the token holds no seat of game {snapshot.game_id}")
+    return found
+
+
+def authenticate(store: GameStore, game_id: str, token: str | None) -> Authenticated:
+    """One read of the snapshot and the caller's seat (NotFound, Unauthorized)."""
+    snapshot = store.load(game_id)
+    return Authenticated(snapshot, seat_of(snapshot, token))
+
+
+# ---------------------------------------------------------------- projections
+def action_seat(action: AnyAction) -> Seat:
+    return "harry" if isinstance(action, engine.HARRY_ACTIONS) else "voldemort"
+
+
+def project_event(event: AnyEvent, seat: Seat | None, *, over: bool) -> Payload | None:
+    """The event as `seat` (None: a spectator) may see it; None if hidden from it.
+
+    After the end everyone sees everything. While the game runs, Voldemort sees every
+    event but the seed; Harry and spectators see `game_started` with the rules only and
+    Harry's own moves with their observations, never Voldemort's moves.
+    """
+    data = event.model_dump(mode="json")
+    if over:
+        return data
+    if seat == "voldemort":
+        data.pop("seed", None)
+        return data
+    if isinstance(event, GameStarted):
+        return {"type": event.type, "seq": event.seq, "turn": event.turn, "rules": data["rules"]}
+    if isinstance(event, HarryMoved):
+        return data
+    return None
+
+
+def legal_moves(state: GameState, seat: Seat) -> Payload | None:
+    """The seat's legal action set now, as JSON (None when it is not its turn)."""
+    if state.phase != seat:
+        return None
+    if seat == "harry":
+        h = legal_harry_actions(harry_view(state))
+        return {
+            "types": list(h.types),
+            "locations": list(h.locations),
+            "attack": h.attack,
+            "allies": dict(h.allies),
+        }
+    v = legal_voldemort_actions(voldemort_view(state))
+    return {
+        "types": list(v.types),
+        "relocate_from": list(v.relocate_from),
+        "relocate_to": list(v.relocate_to),
+        "decoy_at": list(v.decoy_at),
+    }
+
+
+def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
+    """The game as `seat` (None: a spectator) sees it, with its legal moves if it acts."""
+    state = snapshot.state
+    seats = {
+        s: SeatPublic(
+            kind=snapshot.seats[s].kind,
+            taken=not snapshot.seats[s].free,
+            brain=snapshot.seats[s].brain,
+        )
+        for s in SEATS
+    }
+    return GameResponse(
+        game_id=snapshot.game_id,
+        version=snapshot.version,
+        status=snapshot.status,
+        rules=snapshot.rules_name,
+        turn=state.turn,
+        phase=state.phase,
+        to_move=None if state.over else state.phase,
+        your_seat=seat,
+        seats=seats,
+        winner=state.winner,
+        end_reason=state.end_reason,
+        view=view_for(state, seat).model_dump(mode="json"),
+        legal=legal_moves(state, seat) if seat is not None else None,
+    )
+
+
+def events(
+    store: GameStore, game_id: str, token: str | None, *, after: int = -1, limit: int = 50
+) -> EventsResponse:
+    """The caller's projection of the log (a page may hold fewer than `limit` events:
+    events hidden from the caller are dropped after paging; follow `next_after`)."""
+    auth = authenticate(store, game_id, token)
+    limit = max(1, min(limit, EVENTS_PAGE_MAX))
+    page = store.events(game_id, after=after, limit=limit)
+    over = auth.snapshot.state.over
+    projected = [project_event(e, auth.seat, over=over) for e in page.events]
+    return EventsResponse(
+        game_id=game_id,
+        your_seat=auth.seat,
+        events=[e for e in projected if e is not None],
+        next_after=page.next_after,
+    )
+
+
+def replay(store: GameStore, game_id: str) -> ReplayResponse:
+    """Every event with the truth after it, and Harry's belief history: after the end."""
+    snapshot = store.load(game_id)
+    if not snapshot.state.over:
+        raise NotOver(
+            f"game {game_id} is still running (turn {snapshot.turn}); "
+            "the replay is released after the end"
+        )
+    logged_events, logged = read_log(store, game_id, page=REPLAY_PAGE)
+    history = merge_history(snapshot.belief_history, logged)
+    return ReplayResponse(
+        game_id=game_id,
+        replay=build_replay(logged_events).model_dump(mode="json"),
+        belief_history=[
+            BeliefPointResponse(
+                turn=p.turn,
+                entropy=p.entropy,
+                top=[BeliefTop(location=loc, p=prob) for loc, prob in p.top],
+            )
+            for p in history
+        ],
+    )
+
+
+__all__ = [
+    "action_seat",
+    "authenticate",
+    "events",
+    "game_view",
+    "legal_moves",
+    "project_event",
+    "replay",
+    "seat_of",
+]

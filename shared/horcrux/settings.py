@@ -1,0 +1,337 @@
+"""Typed settings, one object per function, read from the environment ONCE, at cold start.
+
+Each Lambda handler module builds its settings at import (`api_settings()`,
+`turn_settings(seat)`, `compaction_settings()`) and injects them into what it builds: the
+store (`StoreSettings.dynamo()`), the service (brain settings: the Anthropic key as
+`api_key`, the model, the entropy gate), the operator check of the memory routes, the
+secret loader. Nothing below the handler reads `os.environ` on a request; changing the
+environment of a warm function changes nothing until a new settings object is built.
+
+A bad value fails at cold start with a `SettingsError` naming the variable (the function's
+init fails, loudly, instead of a request failing later).
+
+| variable | setting | used by |
+| --- | --- | --- |
+| `HORCRUX_GAMES_TABLE`, `HORCRUX_EVENTS_TABLE` | table names | every function |
+| `AWS_REGION` / `AWS_DEFAULT_REGION`, `HORCRUX_DYNAMODB_ENDPOINT` | DynamoDB | every one |
+| `HORCRUX_TTL_DAYS` | a game's lifetime (days, > 0; default 30) | API |
+| `HORCRUX_IDEMPOTENCY_TABLE` | Powertools idempotency table | API |
+| `HORCRUX_OPERATOR_TOKEN_SHA256`, `HORCRUX_OPERATOR_AGENTS` | memory routes' operator | API |
+| `HORCRUX_ANTHROPIC_SECRET_ARN`, `HORCRUX_SECRET_MAX_AGE` | the key's secret | API, turns |
+| `ANTHROPIC_API_KEY` | a key given directly (local runs; no secret) | API, turns |
+| `HORCRUX_LLM_MODEL` | the LLM brains' model (`settings["model"]`) | API, turns |
+| `HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE}` | the gated Harry's entropy gate | Harry turn |
+| `HORCRUX_RESULTS_KEEP` | summaries a recent-results item keeps (>= 1; default 20) | compaction |
+| `POWERTOOLS_METRICS_NAMESPACE` | the metrics namespace (default `HorcruxHunt`) | compaction |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from horcrux.decisions import Tier
+
+if TYPE_CHECKING:
+    from horcrux.store.dynamodb import DynamoSettings
+
+Env = Mapping[str, str]
+SeatName = Literal["harry", "voldemort"]
+
+DEFAULT_TTL_DAYS = 30.0
+DEFAULT_SECRET_MAX_AGE_S = 300
+DEFAULT_RESULTS_KEEP = 20
+DEFAULT_IDEMPOTENCY_TABLE = "horcrux-idempotency"
+DEFAULT_METRICS_NAMESPACE = "HorcruxHunt"
+
+
+TIERS: tuple[Tier, ...] = get_args(Tier)
+Measure = Literal["min-entropy", "shannon"]
+MEASURES: tuple[Measure, ...] = get_args(Measure)
+ENV_PREFIX = "HORCRUX_GATE_"
+
+
+class SettingsError(ValueError):
+    """A setting's value is unusable; the message names the variable."""
+
+
+# ---------------------------------------------------------------- readers
+def _text(env: Env, name: str, default: str | None = None) -> str | None:
+    raw = env.get(name, "").strip()
+    return raw or default
+
+
+def _number(
+    env: Env,
+    name: str,
+    default: float,
+    *,
+    minimum: float,
+    strict: bool = False,
+    whole: bool = False,
+) -> float:
+    """A number from `env[name]` (`default` if unset), at least `minimum` (above it if
+    `strict`; a whole number if `whole`); SettingsError naming the variable otherwise."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        kind = "a whole number" if whole else "a number"
+        raise SettingsError(f"{name} must be {kind}, got {raw!r}") from None
+    if value < minimum or (strict and value == minimum):
+        sign = ">" if strict else ">="
+        raise SettingsError(f"{name} must be {sign} {minimum:g}, got {raw!r}")
+    return value
+
+
+def _integer(env: Env, name: str, default: int, *, minimum: int) -> int:
+    return int(_number(env, name, default, minimum=minimum, whole=True))
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- parts
+class StoreSettings(_Settings):
+    """The DynamoDB tables and client, and the games' time to live."""
+
+    games_table: str = "horcrux-games"
+    events_table: str = "horcrux-events"
+    region: str | None = None
+    endpoint_url: str | None = None
+    ttl_days: float = Field(default=DEFAULT_TTL_DAYS, gt=0)
+
+    @classmethod
+    def from_env(cls, env: Env) -> StoreSettings:
+        return cls(
+            games_table=_text(env, "HORCRUX_GAMES_TABLE", "horcrux-games") or "",
+            events_table=_text(env, "HORCRUX_EVENTS_TABLE", "horcrux-events") or "",
+            region=_text(env, "AWS_REGION") or _text(env, "AWS_DEFAULT_REGION"),
+            endpoint_url=_text(env, "HORCRUX_DYNAMODB_ENDPOINT"),
+            ttl_days=_number(env, "HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS, minimum=0, strict=True),
+        )
+
+    @property
+    def ttl_seconds(self) -> int:
+        return int(self.ttl_days * 86400)
+
+    def dynamo(self) -> DynamoSettings:
+        """The store adapter's settings, given explicitly (it reads nothing itself)."""
+        from horcrux.store.dynamodb import DynamoSettings
+
+        return DynamoSettings(
+            events_table=self.events_table,
+            games_table=self.games_table,
+            region=self.region,
+            endpoint_url=self.endpoint_url,
+        )
+
+
+class SecretSettings(_Settings):
+    """Where the Anthropic key comes from: a Secrets Manager secret, or a key given."""
+
+    secret_id: str | None = Field(default=None, description="an ARN or a name")
+    max_age_s: int = Field(default=DEFAULT_SECRET_MAX_AGE_S, ge=0)
+    api_key: str | None = Field(default=None, repr=False, description="ANTHROPIC_API_KEY")
+
+    @classmethod
+    def from_env(cls, env: Env) -> SecretSettings:
+        return cls(
+            secret_id=_text(env, "HORCRUX_ANTHROPIC_SECRET_ARN"),
+            max_age_s=_integer(env, "HORCRUX_SECRET_MAX_AGE", DEFAULT_SECRET_MAX_AGE_S, minimum=0),
+            api_key=_text(env, "ANTHROPIC_API_KEY"),
+        )
+
+
+class OperatorSettings(_Settings):
+    """The memory routes' operator: the SHA-256 (hex) of its token, and the agents it
+    reaches (`*`: all). No token configured: every memory call is refused (403)."""
+
+    token_sha256: str = Field(default="", repr=False)
+    agents: tuple[str, ...] = ("*",)
+
+    @classmethod
+    def from_env(cls, env: Env) -> OperatorSettings:
+        digest = (_text(env, "HORCRUX_OPERATOR_TOKEN_SHA256") or "").lower()
+        if digest and (len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest)):
+            raise SettingsError("HORCRUX_OPERATOR_TOKEN_SHA256 must be 64 hex digits (SHA-256)")
+        agents = tuple(
+            a.strip() for a in (_text(env, "HORCRUX_OPERATOR_AGENTS", "*") or "").split(",")
+        )
+        return cls(token_sha256=digest, agents=tuple(a for a in agents if a) or ("*",))
+
+
+class BrainSettings(_Settings):
+    """What every brain a function builds is given (`BrainOptions.settings`)."""
+
+    model: str | None = Field(default=None, description="HORCRUX_LLM_MODEL")
+    gate: dict[str, Any] | None = Field(
+        default=None, description="the gated Harry's gate (a `GateConfig`, as JSON)"
+    )
+
+    def values(self, api_key: str | None) -> dict[str, Any]:
+        """The brain factory's settings, with this call's key (None: no key)."""
+        out: dict[str, Any] = {}
+        if api_key:
+            out["api_key"] = api_key
+        if self.model:
+            out["model"] = self.model
+        if self.gate is not None:
+            out["gate"] = dict(self.gate)
+        return out
+
+
+# ---------------------------------------------------------------- the entropy gate
+class GateConfig(BaseModel):
+    """The gate's thresholds (bits of excess entropy) and its exploration rate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    low: float = Field(default=1.0, ge=0.0, description="zero-token tier below this")
+    high: float = Field(default=2.0, ge=0.0, description="compressed below this, else full")
+    epsilon: float = Field(default=0.10, ge=0.0, le=1.0, description="zero-tier exploration")
+    measure: Measure = Field(default="min-entropy", description="excess min-entropy or Shannon")
+    force: Tier | None = Field(default=None, description="pin every decision to one tier")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GateConfig:
+        if self.low > self.high:
+            raise ValueError(f"gate thresholds need low <= high, got {self.low} > {self.high}")
+        return self
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, str], **overrides: Any) -> GateConfig:
+        """Defaults, then HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE} from `env` (the
+        variables a function's settings were read from, once, at cold start), then keyword
+        `overrides`. Empty variables are ignored; a bad value raises ValueError naming the
+        variable."""
+        choices: dict[str, tuple[str, ...]] = {"force": TIERS, "measure": MEASURES}
+        values: dict[str, Any] = {}
+        for field in ("low", "high", "epsilon", "measure", "force"):
+            name = ENV_PREFIX + field.upper()
+            raw = env.get(name, "").strip()
+            if not raw:
+                continue
+            if field in choices:
+                if raw not in choices[field]:
+                    known = ", ".join(choices[field])
+                    raise ValueError(f"{name} must be one of {known}, got {raw!r}")
+                values[field] = raw
+                continue
+            try:
+                values[field] = float(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {raw!r}") from None
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GateConfig:
+        """`from_mapping` over `env`, or over the process environment when `env` is None
+        (a shim for callers that build a gate without settings: the Lambdas pass their
+        gate in the brain settings, read once at cold start)."""
+        return cls.from_mapping(os.environ if env is None else env, **overrides)
+
+
+def _gate(env: Env) -> dict[str, Any]:
+    try:
+        return GateConfig.from_mapping(env).model_dump(mode="json")
+    except ValidationError as exc:  # e.g. low > high: name the variables
+        raise SettingsError(f"HORCRUX_GATE_LOW/HIGH/EPSILON: {exc.errors()[0]['msg']}") from None
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+# ---------------------------------------------------------------- one object per function
+class ApiSettings(_Settings):
+    """The HTTP API function."""
+
+    store: StoreSettings = StoreSettings()
+    secret: SecretSettings = SecretSettings()
+    operator: OperatorSettings = OperatorSettings()
+    brains: BrainSettings = BrainSettings()
+    idempotency_table: str = DEFAULT_IDEMPOTENCY_TABLE
+
+
+class TurnSettings(_Settings):
+    """An AI-turn function (one per seat)."""
+
+    seat: SeatName
+    store: StoreSettings = StoreSettings()
+    secret: SecretSettings = SecretSettings()
+    brains: BrainSettings = BrainSettings()
+
+
+class CompactionSettings(_Settings):
+    """The compaction function."""
+
+    store: StoreSettings = StoreSettings()
+    results_keep: int = Field(default=DEFAULT_RESULTS_KEEP, ge=1)
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+
+
+def _env(env: Env | None) -> Env:
+    return dict(os.environ) if env is None else env
+
+
+def api_settings(env: Env | None = None) -> ApiSettings:
+    """The API function's settings from `env` (default: the process environment, now)."""
+    source = _env(env)
+    return ApiSettings(
+        store=StoreSettings.from_env(source),
+        secret=SecretSettings.from_env(source),
+        operator=OperatorSettings.from_env(source),
+        brains=BrainSettings(model=_text(source, "HORCRUX_LLM_MODEL")),
+        idempotency_table=_text(source, "HORCRUX_IDEMPOTENCY_TABLE", DEFAULT_IDEMPOTENCY_TABLE)
+        or DEFAULT_IDEMPOTENCY_TABLE,
+    )
+
+
+def turn_settings(seat: SeatName, env: Env | None = None) -> TurnSettings:
+    """An AI-turn function's settings; Harry's carry the entropy gate."""
+    source = _env(env)
+    return TurnSettings(
+        seat=seat,
+        store=StoreSettings.from_env(source),
+        secret=SecretSettings.from_env(source),
+        brains=BrainSettings(
+            model=_text(source, "HORCRUX_LLM_MODEL"),
+            gate=_gate(source) if seat == "harry" else None,
+        ),
+    )
+
+
+def compaction_settings(env: Env | None = None) -> CompactionSettings:
+    source = _env(env)
+    return CompactionSettings(
+        store=StoreSettings.from_env(source),
+        results_keep=_integer(source, "HORCRUX_RESULTS_KEEP", DEFAULT_RESULTS_KEEP, minimum=1),
+        metrics_namespace=_text(source, "POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
+        or DEFAULT_METRICS_NAMESPACE,
+    )
+
+
+__all__ = [
+    "ENV_PREFIX",
+    "MEASURES",
+    "TIERS",
+    "ApiSettings",
+    "BrainSettings",
+    "CompactionSettings",
+    "GateConfig",
+    "Measure",
+    "OperatorSettings",
+    "SecretSettings",
+    "SettingsError",
+    "StoreSettings",
+    "TurnSettings",
+    "api_settings",
+    "compaction_settings",
+    "turn_settings",
+]
