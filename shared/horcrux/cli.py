@@ -13,6 +13,8 @@ from typing import Any, TextIO, TypeVar
 
 from horcrux import __version__
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.base import DEFAULT_HARRY
+from horcrux.decisions import format_trace
 from horcrux.engine import new_game
 from horcrux.errors import HorcruxError
 from horcrux.models import Ally, Attack, HarryMoved, PlantDecoy, Relocate, Search, VoldemortMoved
@@ -131,6 +133,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from horcrux.views import build_replay
 
     replay = build_replay(result.events)
+    traces = {d.turn: d for d in result.decisions if d.trace is not None} if args.trace else {}
     print(
         f"seed {args.seed}: {args.harry} (Harry) vs {args.voldemort} (Voldemort),"
         f" {args.rules} rules"
@@ -142,6 +145,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     harry_line = ""
     for step, event in zip(replay.steps[1:], result.events[1:], strict=True):
         if isinstance(event, HarryMoved):
+            if event.turn in traces:
+                print(format_trace(traces[event.turn]))
             seen = ", ".join(o.outcome for o in event.observations)
             harry_line = f"{_describe_move(event.action)} -> {seen}"
             harry_line += f"  [{step.attacks_left} att]"
@@ -193,7 +198,11 @@ def cmd_play(args: argparse.Namespace) -> int:
         "join": args.join,
     }
     if args.local:
-        return play_local(**options)
+        return play_local(trace=args.trace, **options)
+    if args.trace:
+        raise HorcruxError(
+            "--trace needs --local: the AI seat's decisions are made where the server runs"
+        )
     return play(args.api, **options)
 
 
@@ -402,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
 
     sim = sub.add_parser("simulate", help="play many seeded games and print the win rate")
-    seats(sim, "naive")
+    seats(sim, DEFAULT_HARRY)
     sim.add_argument("--games", type=_positive, default=200)
     sim.add_argument("--workers", type=_positive, default=1, help="processes (default 1)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
@@ -410,7 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     rep = sub.add_parser("replay", help="print one game turn by turn, truth beside Harry's view")
-    seats(rep, "naive")
+    seats(rep, DEFAULT_HARRY)
+    rep.add_argument(
+        "--trace",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show each LLM decision: its tier, the context the model saw, its reply",
+    )
     rep.set_defaults(func=cmd_replay)
 
     srv = sub.add_parser(
@@ -445,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
     ply.add_argument("--voldemort", default=None, help="AI Voldemort's brain (with --seat harry)")
     ply.add_argument("--seed", type=int, default=None, help="default: drawn by the server")
     ply.add_argument("--join", metavar="GAME_ID", default=None, help="join an open game's seat")
+    ply.add_argument(
+        "--trace",
+        action="store_true",
+        help="with --local: print each LLM decision of the AI seat (tier, context, reply)",
+    )
     ply.set_defaults(func=cmd_play)
 
     ev = sub.add_parser(

@@ -66,3 +66,25 @@ class DecisionRecord(BaseModel):
     cost_usd: float = 0.0
     fallback_reason: FallbackReason | None = None
     trace: DecisionTrace | None = None
+
+
+def format_trace(record: DecisionRecord) -> str:
+    """One LLM decision as a person reads it: tier, what the model saw, what it said."""
+    trace = record.trace
+    if trace is None:
+        return f"      -- turn {record.turn}, tier {record.tier}: {record.source} (no trace)"
+    if record.source == "llm":
+        verdict = "the model's move"
+    else:
+        verdict = f"fallback ({record.fallback_reason}): {trace.detail or 'no playable move'}"
+    lines = [
+        f"      -- turn {record.turn}, tier {record.tier}: {verdict}; "
+        f"{record.tokens_in} prompt tokens (model's count, {trace.tokens_cached} cached), "
+        f"{record.tokens_out} out, {record.latency_ms / 1000:.2f} s",
+        *(f"      | {line}" for line in trace.prompt.splitlines()),
+    ]
+    if trace.offered:
+        lines.append(f"      offered: {'; '.join(trace.offered)}")
+    lines.append(f"      model said: {trace.reply or '(nothing)'}")
+    lines.append(f"      played {trace.played}; the planner: {trace.planner_move or '-'}")
+    return "\n".join(lines)

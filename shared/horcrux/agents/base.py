@@ -55,6 +55,10 @@ class BrainOptions:
 
 B = TypeVar("B")
 
+DEFAULT_HARRY = "planner"
+"""The one default AI Harry: the API's, `horcrux simulate`'s, `replay`'s and `make demo`'s."""
+DEFAULT_VOLDEMORT = "reference"
+
 BUILTIN_MODULES = (
     "horcrux.agents.voldemort",
     "horcrux.agents.harry_baselines",

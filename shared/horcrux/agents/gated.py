@@ -141,12 +141,9 @@ def _has_llm(options: BrainOptions) -> bool:
     injected client, or a key (in the settings or `ANTHROPIC_API_KEY`)."""
     s = options.settings
     config = s.get("config")
-    backend = (
-        config.backend if isinstance(config, LLMConfig) else parse_llm_param(options.param).backend
-    )
     if options.param:
-        backend = parse_llm_param(options.param).backend
-    if not backend.requires_key:
+        config = parse_llm_param(options.param)
+    if isinstance(config, LLMConfig) and not config.backend.requires_key:
         return True
     return bool(s.get("client") or s.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
 

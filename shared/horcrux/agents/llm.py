@@ -617,8 +617,12 @@ class _LLMBrain(Generic[V, M]):
         api_key: str | None,
         deadline_s: Deadline | None,
         tier: Tier,
+        on_decision: Callable[[DecisionRecord], None] | None = None,
     ) -> None:
-        """Client first (a missing key is refused before any fallback is made), then the rest."""
+        """Client first (a missing key is refused before any fallback is made), then the rest.
+
+        `on_decision` is called with each decision's record (a terminal client shows the
+        traces live with it)."""
         self.llm = LLMClient(
             config or LLMConfig(),
             client=client,
@@ -631,6 +635,7 @@ class _LLMBrain(Generic[V, M]):
         self.system = self._seat.system_prompt(rules)
         self.deadline_s = deadline_s
         self.tier = tier
+        self.on_decision = on_decision
         self.decisions: list[DecisionRecord] = []
 
     def _tool(self, view: V) -> _Tool[M]:
@@ -700,6 +705,8 @@ class _LLMBrain(Generic[V, M]):
                 trace=trace,
             )
         )
+        if self.on_decision is not None:
+            self.on_decision(self.decisions[-1])
         return move
 
     def stats(self) -> dict[str, Any]:
@@ -751,8 +758,9 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
         api_key: str | None = None,
         deadline_s: Deadline | None = None,
         tier: Tier = "compressed",
+        on_decision: Callable[[DecisionRecord], None] | None = None,
     ) -> None:
-        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier)
+        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier, on_decision)
         self.fallback: HarryBrain = fallback or HARRY_BRAINS.create("planner", rules)
         self._fallback = self.fallback.decide
         if context_provider is None:
@@ -819,8 +827,9 @@ class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
         api_key: str | None = None,
         deadline_s: Deadline | None = None,
         tier: Tier = "full",
+        on_decision: Callable[[DecisionRecord], None] | None = None,
     ) -> None:
-        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier)
+        super().__init__(rules, config, client, base_url, api_key, deadline_s, tier, on_decision)
         self.fallback: VoldemortBrain = fallback or VOLDEMORT_BRAINS.create("reference", rules)
         self._fallback = self.fallback.decide
         self.context_provider = context_provider or render_voldemort_view
@@ -832,13 +841,24 @@ class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
 
 
 # ---------------------------------------------------------------- registry factories
+_SETTING_KEYS = (
+    "context_provider",
+    "client",
+    "base_url",
+    "api_key",
+    "deadline_s",
+    "tier",
+    "on_decision",
+)
+
+
 def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, Any]:
     """LLM settings from `BrainOptions.settings`; the spec's param picks the backend and model
     (`llm:local`, `llm:local:MODEL`, `llm:anthropic:MODEL`, `llm:MODEL`: `parse_llm_param`).
 
     Keys: config (LLMConfig; the param still sets its backend or model), context_provider,
     fallback (a brain, or a spec made with `brains`), client, base_url, api_key, deadline_s
-    (seconds or a callable), tier.
+    (seconds or a callable), tier, on_decision (called with each decision's record).
     """
     s = options.settings
     config = s.get("config")
@@ -852,7 +872,16 @@ def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, 
             config = config.model_copy(update={"model": named.model, "backend": named.backend})
     config = config or LLMConfig()
     kwargs: dict[str, Any] = {"config": config}
-    for key in ("context_provider", "client", "base_url", "api_key", "deadline_s", "tier"):
+    keys = (
+        "context_provider",
+        "client",
+        "base_url",
+        "api_key",
+        "deadline_s",
+        "tier",
+        "on_decision",
+    )
+    for key in keys:
         if s.get(key) is not None:
             kwargs[key] = s[key]
     fallback = s.get("fallback")

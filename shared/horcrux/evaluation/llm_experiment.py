@@ -455,8 +455,9 @@ def build(
     """The experiment's JSON: meta, per-context state figures, game rows, latency fit."""
     calls = [(a.tokens_in, a.tokens_cached, a.tokens_out, a.latency_s) for a in answers]
     calls += [(c[0], c[1], c[2], c[3]) for g in games for c in g.calls]
+    spent = sum(c[3] for c in calls) + sum(p[3] for p in sweep)
     return {
-        "meta": meta,
+        "meta": {**meta, "call_seconds": spent, "calls": len(calls) + len(sweep)},
         "states": summarise_states(answers),
         "games": summarise_games(games),
         "latency": latency_fit([*calls, *sweep]),

@@ -48,8 +48,10 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
         "",
         f"Model `{meta['model']}` through the `{meta['backend']}` backend (the `anthropic` "
         "SDK, the production code path of the `llm` and `gated` brains); "
-        f"{meta['workers']} worker(s), one server each; the whole run took "
-        f"{_minutes(meta['seconds'])} on this machine. "
+        f"{meta['workers']} worker(s), one single-threaded server each, on this 2-core "
+        f"machine. The {meta['calls']} model calls took {_minutes(meta['call_seconds'])} "
+        f"in all, about {_minutes(meta['call_seconds'] / max(1, meta['workers']))} of wall "
+        "time. "
         + (
             "A local model has no price: its cost is 0 and no row below counts one."
             if free
@@ -141,6 +143,37 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
     ]
     for name in images:
         lines += [f"![{name}](img/{name})", ""]
+    lines += [
+        "### What a 135M model can and cannot show",
+        "",
+        "It can show the plumbing and the costs for real: every decision above went through "
+        "the same code as a Claude decision (the `anthropic` SDK, a Messages API endpoint, "
+        "the tool whose schema is the offered moves, validation, the fallback, the "
+        "records), its replies are schema-valid tool calls, and its token counts and "
+        "latencies are measured, not modelled. It shows what each context costs: the whole "
+        "prompt, not the context alone, is what a call pays, and the fixed part (system "
+        "prompt and tool schema) dominates a compressed call unless the tool is shrunk.",
+        "",
+        "It cannot show what a capable model does with good memory. A model this small "
+        "reads a belief map barely better than chance, so its agreement with the planner "
+        "and its win rates measure the model, not the memory; the offline rows above (the "
+        "same contexts rendered and counted, the planner deciding) and the memory-window "
+        "ablation are the project's evidence about memory itself. Whether the compressed "
+        "context lets a real reasoner decide as well as the full one needs a real "
+        "reasoner:",
+        "",
+        "```bash",
+        "horcrux evaluate --llm anthropic --llm-games 20 --out docs   # Claude (needs "
+        "ANTHROPIC_API_KEY; costs money)",
+        "HORCRUX_LOCAL_MODEL=qwen2.5-7b horcrux evaluate --llm local "
+        "--llm-url http://127.0.0.1:8080 --out docs",
+        "```",
+        "",
+        "The second form points the same profile at any Anthropic-compatible server "
+        "(a bigger model under llama-server, a proxy); docs/MEMORY.md lists the profile's "
+        "settings.",
+        "",
+    ]
     return lines
 
 

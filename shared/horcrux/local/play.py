@@ -572,12 +572,20 @@ def play(
 
 
 def play_local(**kwargs: Any) -> int:
-    """`horcrux play --local`: an embedded server (moto + the API) on a free port."""
+    """`horcrux play --local`: an embedded server (moto + the API) on a free port; with
+    `trace=True` every LLM decision of the AI seat is printed as it is made."""
     from horcrux.local.server import start_stack
 
     err = kwargs.get("err", sys.stderr)
+    trace = kwargs.pop("trace", False)
     print("starting a local server (moto DynamoDB + the API) ...", file=err, flush=True)
-    with start_stack("127.0.0.1", 0) as stack:
+
+    def show(record: Any) -> None:
+        from horcrux.decisions import format_trace
+
+        print("\n" + format_trace(record), file=err, flush=True)
+
+    with start_stack("127.0.0.1", 0, on_decision=show if trace else None) as stack:
         stack.serve_in_thread()
         return play(stack.url, **kwargs)
 

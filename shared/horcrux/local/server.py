@@ -571,9 +571,11 @@ def start_stack(
     *,
     log_to: TextIO | None = None,
     dynamo_host: str = "127.0.0.1",
+    on_decision: Callable[[Any], None] | None = None,
 ) -> LocalStack:
     """DynamoDB + tables, the API handler and the AI worker, bound to `host:port` (0: a
-    free port). Call `serve_in_thread()` or `httpd.serve_forever()`, then `close()`."""
+    free port). Call `serve_in_thread()` or `httpd.serve_forever()`, then `close()`.
+    `on_decision` gets every LLM decision record of the AI seats (`play --local --trace`)."""
     dynamo = start_dynamodb(dynamo_host, 0)
     try:
         from horcrux.secrets import AnthropicKey
@@ -582,11 +584,15 @@ def start_stack(
 
         settings = turn_settings("harry")  # read once, after the local DynamoDB is set up
         key = AnthropicKey(settings.secret)
+
+        def brain_settings() -> dict[str, Any]:
+            values = dict(settings.brains.values(key()))
+            if on_decision is not None:
+                values["on_decision"] = on_decision
+            return values
+
         ai = AiTurns(
-            GameService(
-                DynamoDbStore(settings.store.dynamo()),
-                brain_settings=lambda: settings.brains.values(key()),
-            )
+            GameService(DynamoDbStore(settings.store.dynamo()), brain_settings=brain_settings)
         )
         api = LocalApi(ai=ai)
         try:

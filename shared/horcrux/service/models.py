@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from horcrux.agents.base import DEFAULT_HARRY
 from horcrux.models import Seat
 from horcrux.store.port import GameSnapshot
 
 RulesName = Literal["classic", "standard"]
 DEFAULT_RULES: RulesName = "standard"
-DEFAULT_HARRY_BRAIN = "planner"
+DEFAULT_HARRY_BRAIN = DEFAULT_HARRY
 DEFAULT_VOLDEMORT_BRAIN = "reference"
 TOKEN_BYTES = 32
 MAX_TOKEN_CHARS = 256
