@@ -154,7 +154,7 @@ def test_the_core_layer_holds_the_horcrux_wheel_without_the_tools(
     assert (info / "WHEEL").exists() and (info / "INSTALLER").read_text().strip() == "pip"
     assert not (info / "direct_url.json").exists()  # no build path baked in
     recorded = [line.split(",", 1)[0] for line in (info / "RECORD").read_text().splitlines()]
-    assert "horcrux/service.py" in recorded
+    assert "horcrux/service/__init__.py" in recorded
     assert not [r for r in recorded if r.startswith(("horcrux/cli.py", "horcrux/local/"))]
     assert all((site / r).exists() for r in recorded)
     entry_points = (info / "entry_points.txt").read_text()

@@ -103,3 +103,26 @@ def test_without_a_secret_the_environment_gives_the_digest(
     monkeypatch.delenv(SECRET_ENV, raising=False)
     monkeypatch.delenv(AGENTS_ENV, raising=False)
     assert load_operator_access() == OperatorAccess(DIGEST)  # os.environ by default
+
+
+def test_the_memory_routes_authorize_against_the_stacks_secret(secrets: Any) -> None:
+    from horcrux.echo.ops import OperatorForbidden, OperatorUnauthorized, authorize
+    from horcrux.settings import OperatorSettings
+
+    arn = secrets.create_secret(
+        Name="horcrux/operator", SecretString=json.dumps({"sha256": DIGEST, "agents": "planner"})
+    )["ARN"]
+    operator = OperatorSettings.from_env({SECRET_ENV: arn, "HORCRUX_SECRET_MAX_AGE": "0"})
+    assert operator.secret_arn == arn and operator.token_sha256 == ""
+    authorize(TOKEN, "planner", operator)  # the digest in the secret accepts the token
+    with pytest.raises(OperatorForbidden, match="does not reach agent 'gated'"):
+        authorize(TOKEN, "gated", operator)
+    with pytest.raises(OperatorForbidden, match="not the operator's"):
+        authorize("another-token", "planner", operator)
+    with pytest.raises(OperatorUnauthorized):
+        authorize(None, "planner", operator)
+    secrets.put_secret_value(SecretId=arn, SecretString=PLACEHOLDER)  # no operator: refused
+    with pytest.raises(OperatorForbidden):
+        authorize(TOKEN, "planner", operator)
+    local = OperatorSettings.from_env({TOKEN_SHA256_ENV: DIGEST, AGENTS_ENV: "*"})
+    authorize(TOKEN, "gated", local)  # without a secret: the digest of local play

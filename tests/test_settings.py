@@ -117,6 +117,9 @@ ALLOWED = {
     "store/dynamodb.py",
     "local/moto_server.py",
     "memory/gate.py",
+    "operator_token.py",  # its env fallback; the functions call it with their settings
+    "evaluation/llm_experiment.py",  # a tool: sets each worker's model URL
+    "local/model_server.py",  # a tool: the server's cache folder and port
 }
 
 

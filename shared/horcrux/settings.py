@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from horcrux.decisions import Tier
 
 if TYPE_CHECKING:
+    from horcrux.operator_token import OperatorAccess
     from horcrux.store.dynamodb import DynamoSettings
 
 Env = Mapping[str, str]
@@ -150,11 +151,15 @@ class SecretSettings(_Settings):
 
 
 class OperatorSettings(_Settings):
-    """The memory routes' operator: the SHA-256 (hex) of its token, and the agents it
-    reaches (`*`: all). No token configured: every memory call is refused (403)."""
+    """The memory routes' operator: the Secrets Manager secret holding its token's SHA-256
+    and reach (`HORCRUX_OPERATOR_SECRET_ARN`, what the stack sets; `horcrux.operator_token`),
+    or, without a secret (local play, tests), the SHA-256 (hex) of its token and the agents
+    it reaches (`*`: all). No operator configured: every memory call is refused (403)."""
 
     token_sha256: str = Field(default="", repr=False)
     agents: tuple[str, ...] = ("*",)
+    secret_arn: str = ""
+    max_age_s: int = Field(default=300, ge=0)
 
     @classmethod
     def from_env(cls, env: Env) -> OperatorSettings:
@@ -164,7 +169,30 @@ class OperatorSettings(_Settings):
         agents = tuple(
             a.strip() for a in (_text(env, "HORCRUX_OPERATOR_AGENTS", "*") or "").split(",")
         )
-        return cls(token_sha256=digest, agents=tuple(a for a in agents if a) or ("*",))
+        secret = _text(env, "HORCRUX_OPERATOR_SECRET_ARN") or ""
+        raw_age = _text(env, "HORCRUX_SECRET_MAX_AGE") or "300"
+        try:
+            age = int(raw_age)
+        except ValueError:
+            raise SettingsError(
+                f"HORCRUX_SECRET_MAX_AGE must be an integer, got {raw_age!r}"
+            ) from None
+        if age < 0:
+            raise SettingsError(f"HORCRUX_SECRET_MAX_AGE must be >= 0, got {age}")
+        return cls(
+            token_sha256=digest,
+            agents=tuple(a for a in agents if a) or ("*",),
+            secret_arn=secret.strip(),
+            max_age_s=age,
+        )
+
+    def access(self) -> OperatorAccess | None:
+        """The operator's access now (the secret, cached for `max_age_s`), or None."""
+        from horcrux.operator_token import OperatorAccess, load_operator_access
+
+        if self.secret_arn:
+            return load_operator_access({}, secret_id=self.secret_arn, max_age=self.max_age_s)
+        return OperatorAccess(self.token_sha256, self.agents) if self.token_sha256 else None
 
 
 class BrainSettings(_Settings):

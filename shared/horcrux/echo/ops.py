@@ -9,7 +9,6 @@ reaches only its game. No operator token configured: every call is refused (403)
 
 from __future__ import annotations
 
-import hmac
 from typing import TYPE_CHECKING, Any
 
 from horcrux.echo.config import default_config
@@ -17,7 +16,7 @@ from horcrux.echo.core import add_correction, retention
 from horcrux.echo.model import ADVERSARY_SUBJECTS, Belief, EchoMemory, Skill, Subject
 from horcrux.echo.persist import encode_memory, forget, load, startup
 from horcrux.errors import HorcruxError
-from horcrux.store.port import Conflict, ScopeStore, hash_token
+from horcrux.store.port import Conflict, ScopeStore
 
 if TYPE_CHECKING:
     from horcrux.settings import OperatorSettings
@@ -39,14 +38,14 @@ class OperatorForbidden(HorcruxError):
 def authorize(token: str | None, agent: str, operator: OperatorSettings) -> None:
     """401 without a token; 403 if it is not the operator's or the agent is out of scope.
 
-    `operator` is the function's settings (`HORCRUX_OPERATOR_*`, read once at cold start)."""
+    `operator` is the function's settings (read once at cold start): the operator secret
+    the stack owns, read through its cache, or a digest for local play."""
     if not token:
         raise OperatorUnauthorized("memory routes need the operator's bearer token")
-    expected = operator.token_sha256.strip().lower()
-    if not expected or not hmac.compare_digest(hash_token(token), expected):
+    access = operator.access()
+    if access is None or not access.accepts(token):
         raise OperatorForbidden("this token is not the operator's")
-    allowed = operator.agents
-    if "*" not in allowed and agent not in allowed:
+    if not access.reaches(agent):
         raise OperatorForbidden(f"the operator token does not reach agent {agent!r}")
 
 
