@@ -478,9 +478,10 @@ def experiment_jobs(
     legal_states: int | None,
     sweep: int,
 ) -> list[Job]:
-    """Every job of the experiment, cheap first: the sweep, then the states (one job per
-    context and game, in turn order, so a server's prompt cache serves what it can), then
-    the games, interleaved by row so that every row has its first games early."""
+    """Every job of the experiment: the sweep, then the states (one job per context and
+    game, in turn order, so a server's prompt cache serves what it can), then the games:
+    the cheap rows (L1 compressed and gated) seed by seed, then the costly ones (full and
+    narrative), so that a run stopped early has every row's first seeds, paired."""
     pool = decision_states(rules_name, voldemort, state_seed, states)
     jobs: list[Job] = []
     longest = sorted(pool, key=lambda s: s.turn)
@@ -492,11 +493,11 @@ def experiment_jobs(
         for game_seed in sorted({s.seed for s in chosen}):
             group = [s for s in chosen if s.seed == game_seed]
             jobs.append((f"states:{context}:{game_seed}", "states", rules_name, (context, group)))
-    for g in range(games):
-        for label in (*GAME_CONTEXTS, "gated"):
-            jobs.append(
-                (f"game:{label}:{seed + g}", "game", rules_name, (label, seed + g, voldemort))
-            )
+    for rows in (("compressed", "gated"), ("full", "narrative")):
+        for g in range(games):
+            for label in rows:
+                key = f"game:{label}:{seed + g}"
+                jobs.append((key, "game", rules_name, (label, seed + g, voldemort)))
     return jobs
 
 
