@@ -72,7 +72,7 @@ def test_the_same_state_gets_the_same_answer(local: ModelServer) -> None:
     assert moves[0] == moves[1]  # greedy decoding: a game is reproducible
 
 
-def test_the_full_and_narrative_tiers_cost_more_of_the_models_tokens(local: ModelServer) -> None:
+def test_the_full_and_narrative_tiers_cost_more_than_the_compressed_budget(local: ModelServer) -> None:
     state, _ = engine.new_game(CLASSIC, 7)
     for loc in ("azkaban", "hogwarts", "the-burrow"):
         state, _ = engine.apply(state, Search(location=loc))
@@ -88,7 +88,7 @@ def test_the_full_and_narrative_tiers_cost_more_of_the_models_tokens(local: Mode
         assert record.trace is not None
         assert record.trace.tool == ("candidates" if tier == "compressed" else "legal")
         used[tier] = record.tokens_in
-    assert used["compressed"] <= COMPRESSED_CALL_BUDGET < used["full"] < used["narrative"]
+    assert used["compressed"] <= COMPRESSED_CALL_BUDGET < min(used["full"], used["narrative"])
 
 
 def test_gated_local_calls_the_model_in_its_upper_tiers(local: ModelServer) -> None:
