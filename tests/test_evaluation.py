@@ -313,6 +313,8 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
 
 
 def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
+    from horcrux.evaluation.llm_report import render_section
+
     # the committed report: its JSON (keys sorted) renders the committed markdown again
     root = Path(__file__).resolve().parent.parent / "docs"
     data = json.loads((root / "evaluation.json").read_text())
@@ -322,7 +324,8 @@ def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
     images = [line[2:].split("]")[0] for line in md.splitlines() if line.startswith("![")]
     grid = [i for i in images if not i.startswith("llm-")]
     mine = [i for i in images if i.startswith("llm-")]
-    rendered = report_mod.render_markdown(data, grid, llm_experiment=llm, llm_images=mine)
+    section = None if llm is None else render_section(llm, mine)
+    rendered = report_mod.render_markdown(data, grid, llm_section=section)
     assert rendered == md
     table = [line for line in md.splitlines() if line.startswith("| `")][:3]
     assert [row.split("`")[1] for row in table] == ["naive", "seed-heuristic", "planner"]

@@ -72,7 +72,9 @@ def test_the_same_state_gets_the_same_answer(local: ModelServer) -> None:
     assert moves[0] == moves[1]  # greedy decoding: a game is reproducible
 
 
-def test_the_full_and_narrative_tiers_cost_more_than_the_compressed_budget(local: ModelServer) -> None:
+def test_the_full_and_narrative_tiers_cost_more_than_the_compressed_budget(
+    local: ModelServer,
+) -> None:
     state, _ = engine.new_game(CLASSIC, 7)
     for loc in ("azkaban", "hogwarts", "the-burrow"):
         state, _ = engine.apply(state, Search(location=loc))

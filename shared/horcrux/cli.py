@@ -274,7 +274,7 @@ LLM_JSON = "llm-evaluation.json"
 
 def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
     """EVALUATION.md from the grid's report and, when it exists, the real-model experiment."""
-    from horcrux.evaluation import report
+    from horcrux.evaluation import llm_report, report
 
     llm_path = out / LLM_JSON
     llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
@@ -283,9 +283,8 @@ def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
         for name in ("llm-agreement.png", "llm-latency.png")
         if (out / "img" / name).exists()
     ]
-    text = report.render_markdown(
-        data, images, llm_experiment=llm, llm_images=llm_images if llm else []
-    )
+    section = None if llm is None else llm_report.render_section(llm, llm_images)
+    text = report.render_markdown(data, images, llm_section=section)
     (out / "EVALUATION.md").write_text(text)
 
 

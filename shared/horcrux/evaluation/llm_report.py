@@ -179,9 +179,11 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
 
 def write_plots(data: dict[str, Any], out: Path) -> list[str]:
     """Agreement by context and latency against tokens, as PNGs in `out`."""
-    from horcrux.evaluation.plots import _pyplot
+    import matplotlib
 
-    plt = _pyplot()
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     out.mkdir(parents=True, exist_ok=True)
     names: list[str] = []
     states = data["states"]

@@ -311,10 +311,10 @@ def render_markdown(
     report: dict[str, Any],
     images: Sequence[str] = (),
     *,
-    llm_experiment: dict[str, Any] | None = None,
-    llm_images: Sequence[str] = (),
+    llm_section: Sequence[str] | None = None,
 ) -> str:
-    """The report as markdown; with `llm_experiment` (horcrux evaluate --llm), its section."""
+    """The report as markdown; `llm_section` is the real-model experiment's section
+    (`horcrux.evaluation.llm_report.render_section`), when there is one."""
     meta = report["meta"]
     lines = [
         "# Evaluation: memory architecture against reasoning, measured",
@@ -457,10 +457,8 @@ def render_markdown(
                 "models.",
             ]
         lines.append("")
-    if llm_experiment is not None:
-        from horcrux.evaluation.llm_report import render_section
-
-        lines += render_section(llm_experiment, list(llm_images))
+    if llm_section is not None:
+        lines += list(llm_section)
     else:
         lines += [
             "## A real model plays",
