@@ -1,15 +1,15 @@
 """What the memory-window figures depend on: the search rule's target and the rebuild prior.
 
-GAME.md's memory ablation (the same Bayes Harry recalling only his last W events: 25.8% /
+The specification's memory ablation (the same Bayes Harry recalling only his last W events: 25.8% /
 51.6% / 67.4% at W = 8 / 16 / 32, 81.5% with full memory) does not say how its Harry
 scored a search, nor what his rebuild assumed about the turns he forgot. This plays, on
 the same seeds against the reference Voldemort (classic preset), the memory-window brain
-(the trigger filter, BELIEF.md section 4's rule as written) with full memory and with
+(the trigger filter, the reference threshold rule as written) with full memory and with
 each window under:
 
 * `horcrux` target, `reference` prior: the shipped `planner-window:W` (the expected
   information about where the *Horcruxes* are: a decoy's response is noise);
-* `responds` target, `forecast` prior: BELIEF.md section 4's I_j (the information about
+* `responds` target, `forecast` prior: the reference search score I_j (the information about
   whether the location *responds*, decoys included), with the unfitted forecast prior;
 * `responds` target, `reference` prior.
 
@@ -33,7 +33,12 @@ from horcrux.sim import run_games
 
 WINDOWS = (0, 8, 16, 32)
 VARIANTS = (("horcrux", "reference"), ("responds", "forecast"), ("responds", "reference"))
-REFERENCE = {0: 81.5, 8: 25.8, 16: 51.6, 32: 67.4}  # GAME.md, reference Voldemort
+REFERENCE = {
+    0: 81.5,
+    8: 25.8,
+    16: 51.6,
+    32: 67.4,
+}  # the specification's figures, reference Voldemort
 
 
 @HARRY_BRAINS.register("window-variant", description="benchmark only", seat_allowed=False)
@@ -67,7 +72,7 @@ def main() -> None:
             win_rate(f"window-variant:{w}/{target}/{prior}", games, workers) for w in WINDOWS[1:]
         ]
         print(f"{target + ', ' + prior:<24}" + "".join(f"{r:>9.1f}" for r in rates))
-    print(f"{'GAME.md':<24}" + "".join(f"{REFERENCE[w]:>9.1f}" for w in WINDOWS))
+    print(f"{'reference figures':<24}" + "".join(f"{REFERENCE[w]:>9.1f}" for w in WINDOWS))
     print(f"({time.perf_counter() - start:.0f} s on {workers} workers)")
 
 

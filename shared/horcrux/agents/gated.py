@@ -1,4 +1,4 @@
-"""The article's design: an entropy gate in front of a zero-token planner and an LLM.
+"""The three-layer design: an entropy gate in front of a zero-token planner and an LLM.
 
 Every decision starts in Layer 2: the planner folds Harry's new observations into its
 exact Bayes map. A move the planner's rule forces whatever the map says (no more turns

@@ -1,4 +1,4 @@
-"""Harry's baselines: `naive` (the narrative memory of BELIEF.md section 6) and `oracle`."""
+"""Harry's baselines: `naive` (a short narrative memory: +1/-1 per signal) and `oracle`."""
 
 from __future__ import annotations
 

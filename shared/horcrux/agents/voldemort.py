@@ -1,4 +1,4 @@
-"""Voldemort's brains: `reference` (GAME.md's fixed adversary), `passive`, `random`."""
+"""Voldemort's brains: `reference` (the rules' fixed adversary), `passive`, `random`."""
 
 from __future__ import annotations
 
@@ -111,7 +111,10 @@ class RandomVoldemort:
         return Pass()
 
 
-@VOLDEMORT_BRAINS.register("reference", description="GAME.md's fixed adversary")
+@VOLDEMORT_BRAINS.register(
+    "reference",
+    description="the rules' fixed adversary: relocates after a positive, decoys at the evidence",
+)
 def _reference(options: BrainOptions) -> ReferenceVoldemort:
     return ReferenceVoldemort(options.rules)
 

@@ -2,7 +2,7 @@
 
 Everything here is a function of a game's events (which, with the start, determine the
 truth at every moment) or of plain numbers: no I/O, no randomness. The operational
-definitions of the article's four failure modes are in docs/EVALUATION.md and on each
+definitions of the four failure modes are in docs/EVALUATION.md and on each
 detector below.
 """
 
@@ -129,8 +129,8 @@ def decay(events: Sequence[GameEvent], *, min_age: int = DECAY_TURNS) -> int:
 class LatencyModel:
     """Modelled LLM latency: `a + b * prompt_tokens` seconds.
 
-    The article: a 6,000-token context took about 25 s to generate from, and the Lambda
-    died at 30 s. `a` is a fixed per-call overhead (network, time to first token, the
+    The design's latency model: a 6,000-token context takes about 25 s to generate from,
+    and the Lambda died at 30 s. `a` is a fixed per-call overhead (network, time to first token, the
     ~40-token tool call); `b` is fitted so that 6,000 tokens take `anchor_s` = 25 s.
     """
 
@@ -149,7 +149,7 @@ class LatencyModel:
 
 TOKEN_BUDGETS: dict[str, int] = {"zero": 0, "compressed": 88, "full": 600, "narrative": 6000}
 """Per tier, the most prompt tokens a decision may carry (compressed: L1's budget with a
-memory line; full: the rich context's 200-500 plus margin; narrative: the article's 6,000)."""
+memory line; full: the rich context's 200-500 plus margin; narrative: 6,000)."""
 
 
 def overload(

@@ -173,7 +173,7 @@ def memory_window(report: dict[str, Any], out: Path) -> str | None:
             "x",
             color="grey",
             markersize=8,
-            label="reference (GAME.md)",
+            label="reference figure",
         )
     ax.set_xscale("log", base=2)
     ax.set_xticks([8, 16, 32, 50])

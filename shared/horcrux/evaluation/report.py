@@ -27,12 +27,12 @@ REFERENCE_FIGURES: dict[str, float] = {
     "planner-window:full": 0.815,
     "oracle": 1.0,
 }
-"""GAME.md's reference figures (classic preset, reference Voldemort, 2000 games), each to
+"""The specification's reference figures (classic preset, reference Voldemort, 2000 games), each to
 be reproduced within `TOLERANCE`: its exact Bayes Harry (81.5%) is `planner-window:full`,
-the trigger filter with BELIEF.md section 4's rule as written."""
+the trigger filter with the reference decision rule as written (docs/MEMORY.md)."""
 FIGURES_TO_BEAT: dict[str, float] = {"planner": 0.815}
 """Reference figures the project's own brain should reach or beat: the default planner
-against GAME.md's exact Bayes Harry."""
+against the specification's exact Bayes Harry."""
 TOLERANCE = 0.03
 REPORT_KEYS = ("meta", "results", "reference_check", "contexts_by_turn", "entropy_race", "llm")
 
@@ -205,7 +205,7 @@ def contexts_by_turn(
 
 
 def reference_check(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each GAME.md figure beside its measured row (classic, against the reference): the
+    """Each reference figure beside its measured row (classic, against the reference): the
     `REFERENCE_FIGURES` reproduced within `TOLERANCE`, the `FIGURES_TO_BEAT` reached."""
     goals = [(h, ref, "reproduce") for h, ref in REFERENCE_FIGURES.items()]
     goals += [(h, ref, "beat") for h, ref in FIGURES_TO_BEAT.items()]
@@ -433,7 +433,7 @@ def render_markdown(
         lines.append("")
     if report["reference_check"]:
         lines += [
-            "## The reference figures of GAME.md (classic, reference Voldemort)",
+            "## The specification's reference figures (classic, reference Voldemort)",
             "",
             "| Harry | reference | measured | goal | met |",
             "|---|---|---|---|---|",
@@ -450,8 +450,8 @@ def render_markdown(
                 "The `planner-window:W` rows depend on what the rebuild assumes about the "
                 "turns it forgot (its `prior`: by default a trust of 2/3 in its forecast, "
                 "the one number fitted to the W = 8 reference row); docs/MEMORY.md "
-                "measures every prior. They and `planner-window:full` play GAME.md's "
-                "exact Bayes Harry: the trigger filter and BELIEF.md section 4's rule as "
+                "measures every prior. They and `planner-window:full` play the "
+                "specification's exact Bayes Harry: the trigger filter and its threshold rule as "
                 "written. `planner` adds the endgame (attack the likeliest location once "
                 "the attacks left cover every turn left) and averages three adversary "
                 "models.",
@@ -476,9 +476,9 @@ def render_markdown(
         "## Definitions",
         "",
         f"- **Latency model**: seconds = a + b x prompt tokens, a = {lm['a_s']} s, b = "
-        f"{lm['b_s_per_token'] * 1000:.3f} s per 1,000 tokens (so {lm['anchor']}, the article's "
+        f"{lm['b_s_per_token'] * 1000:.3f} s per 1,000 tokens (so {lm['anchor']}, the design's "
         f"figure); prompt = Harry's system prompt ({meta['system_tokens']} estimated tokens) + "
-        f"the context. The deadline is {lm['deadline_s']:.0f} s (the article's Lambda limit).",
+        f"the context. The deadline is {lm['deadline_s']:.0f} s (API Gateway's integration limit).",
         f"- **Cost**: per LLM decision, prompt tokens x ${pr['input_per_mtok']}/Mtok + "
         f"{meta['output_tokens_per_call']} output tokens x ${pr['output_per_mtok']}/Mtok "
         f"(`{pr['model']}`, `LLMConfig`'s price table); zero-tier decisions cost nothing.",

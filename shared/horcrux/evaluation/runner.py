@@ -45,7 +45,7 @@ VOLDEMORT_ADVERSARIES = ("reference", "shadow")
 BASELINE = "planner"
 WINDOW_FULL_MEMORY = "planner-window:full"
 """The memory-window brain remembering the whole game (the ablation's full-memory point):
-the same trigger filter and the same decision rule as `planner-window:W`, GAME.md's
+the same trigger filter and the same decision rule as `planner-window:W`, the specification's
 reference Bayes Harry."""
 CONTEXT_SAMPLE_GAMES = 30
 """Games of `gated` per adversary whose every turn also renders the compressed, full and

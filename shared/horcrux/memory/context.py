@@ -9,7 +9,7 @@ entropy, which can never fall below log2(k) with k Horcruxes left.
 
 Three renderings feed the gate's tiers (the `zero` tier sends nothing):
 
-- `render_compressed(ctx)`: the article's ~55-token prompt. Deterministic; over real
+- `render_compressed(ctx)`: the ~55-token prompt. Deterministic; over real
   games its median is at most `COMPRESSED_TARGET_MEDIAN` and its maximum at most
   `COMPRESSED_FACTS_BUDGET` estimated tokens without a memory line. With a memory line
   the whole prompt stays within `COMPRESSED_BUDGET` (facts + memory): the memory line
@@ -17,7 +17,7 @@ Three renderings feed the gate's tiers (the `zero` tier sends nothing):
 - `render_full(view, belief)`: the compressed facts plus a wider belief map, the last
   `recent` observations with their turn numbers, ally uses and a short rules reminder
   (200-500 tokens once a game is under way).
-- `render_narrative(view)`: the naive architecture the article starts from ("context
+- `render_narrative(view)`: the naive architecture ("context
   stuffing"): the rules, then every one of Harry's turns as it happened with the status
   after it ("Turn 3: Harry searched Hogwarts -> negative. After turn 3: 7 of 7 attacks
   left; ..."), re-sent in full each turn; about 2,000 tokens by turn 40.
@@ -99,7 +99,7 @@ _SLUG_PATTERN = re.compile(
 def location_name(slug: str, names: Naming = "short") -> str:
     """How the prompts write a location: its short name (default) or its slug.
 
-    A slug outside the board of GAME.md (a custom rule set) is written as its slug.
+    A slug outside the standard board (a custom rule set) is written as its slug.
     """
     if names == "display":
         return display_name(slug)
@@ -148,7 +148,7 @@ def clean_memory_line(text: str | None) -> str | None:
 
 
 class AgentContext(BaseModel):
-    """Layer 1: exactly what one of Harry's decisions needs (the article's 55 tokens)."""
+    """Layer 1: exactly what one of Harry's decisions needs (about 55 tokens)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
