@@ -389,3 +389,13 @@ def test_an_on_decision_callback_sees_every_llm_record(fake: FakeAnthropic) -> N
     brain.decide(view, random.Random(0))
     brain.decide(view, random.Random(1))
     assert seen == brain.decisions[-2:]  # type: ignore[attr-defined]
+
+
+def test_the_functions_model_setting_names_the_claude_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HORCRUX_LLM_MODEL", "claude-opus-4-1")  # read by no brain given a model
+    brain = HARRY_BRAINS.create("llm", CLASSIC, settings={"model": "claude-sonnet-4-5"})
+    assert isinstance(brain, LLMHarry) and brain.config.model == "claude-sonnet-4-5"
+    local = HARRY_BRAINS.create("llm:local", CLASSIC, settings={"model": "claude-sonnet-4-5"})
+    assert isinstance(local, LLMHarry) and local.config.backend.name == "local"

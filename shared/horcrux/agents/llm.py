@@ -856,7 +856,8 @@ def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, 
     """LLM settings from `BrainOptions.settings`; the spec's param picks the backend and model
     (`llm:local`, `llm:local:MODEL`, `llm:anthropic:MODEL`, `llm:MODEL`: `parse_llm_param`).
 
-    Keys: config (LLMConfig; the param still sets its backend or model), context_provider,
+    Keys: config (LLMConfig; the param still sets its backend or model), model (a Claude
+    model id, when neither config nor param names one), context_provider,
     fallback (a brain, or a spec made with `brains`), client, base_url, api_key, deadline_s
     (seconds or a callable), tier, on_decision (called with each decision's record).
     """
@@ -870,18 +871,11 @@ def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, 
             config = named
         else:
             config = config.model_copy(update={"model": named.model, "backend": named.backend})
+    if config is None and s.get("model"):  # the function's settings (HORCRUX_LLM_MODEL)
+        config = LLMConfig(model=str(s["model"]))
     config = config or LLMConfig()
     kwargs: dict[str, Any] = {"config": config}
-    keys = (
-        "context_provider",
-        "client",
-        "base_url",
-        "api_key",
-        "deadline_s",
-        "tier",
-        "on_decision",
-    )
-    for key in keys:
+    for key in _SETTING_KEYS:
         if s.get(key) is not None:
             kwargs[key] = s[key]
     fallback = s.get("fallback")
