@@ -399,3 +399,31 @@ def test_the_functions_model_setting_names_the_claude_model(
     assert isinstance(brain, LLMHarry) and brain.config.model == "claude-sonnet-4-5"
     local = HARRY_BRAINS.create("llm:local", CLASSIC, settings={"model": "claude-sonnet-4-5"})
     assert isinstance(local, LLMHarry) and local.config.backend.name == "local"
+
+
+def test_play_local_trace_gets_the_ai_seats_decisions_as_they_are_made(
+    fake: FakeAnthropic,
+) -> None:
+    import threading
+
+    from fake_anthropic import schema_responder
+
+    from horcrux.local.client import HorcruxClient
+    from horcrux.local.server import start_stack
+
+    fake.responder = schema_responder(seed=2)
+    seen: list[Any] = []
+    first = threading.Event()
+
+    def on_decision(record: Any) -> None:
+        seen.append(record)
+        first.set()
+
+    with start_stack("127.0.0.1", 0, on_decision=on_decision) as stack:
+        stack.serve_in_thread()
+        client = HorcruxClient(stack.url, timeout_s=20)
+        client.create_game({"kind": "ai", "brain": "llm:local"}, {"kind": "human"}, seed=1)
+        assert first.wait(timeout=60)  # AI Harry moves first, in the stack's worker
+    record = seen[0]
+    assert record.turn == 1 and record.source == "llm" and record.trace is not None
+    assert record.trace.played in record.trace.offered
