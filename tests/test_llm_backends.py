@@ -427,3 +427,20 @@ def test_play_local_trace_gets_the_ai_seats_decisions_as_they_are_made(
     record = seen[0]
     assert record.turn == 1 and record.source == "llm" and record.trace is not None
     assert record.trace.played in record.trace.offered
+
+
+def test_simulate_reports_the_llm_calls_by_the_models_own_count(
+    fake: FakeAnthropic, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_anthropic import schema_responder
+
+    from horcrux.cli import main
+
+    fake.responder = schema_responder(seed=3, usage=(230, 38))
+    assert main(["simulate", "--harry", "llm:local", "--games", "1", "--json"]) == 0
+    llm = json.loads(capsys.readouterr().out)["decisions"]["llm"]
+    assert llm["calls"] > 0 and llm["from_model"] == 1.0 and llm["unparsable_or_illegal"] == 0
+    assert llm["prompt_tokens_median"] == 230 and llm["output_tokens_median"] == 38
+    assert 0 < llm["context_tokens_median"] < 230 and llm["latency_ms_median"] > 0
+    assert main(["simulate", "--harry", "llm:local", "--games", "1"]) == 0
+    assert "100% the model's move" in capsys.readouterr().out

@@ -90,6 +90,15 @@ def format_summary(summary: dict[str, Any]) -> str:
                 f"  LLM tokens          in {tokens['in']}, out {tokens['out']}; "
                 f"cost ${decisions['cost_usd']:.4f} (${decisions['cost_per_game_usd']:.5f}/game)"
             )
+        llm = decisions.get("llm")
+        if llm:
+            lines.append(
+                f"  LLM calls           {llm['calls']}: {llm['from_model']:.0%} the model's move, "
+                f"{llm['unparsable_or_illegal']:.0%} unparsable or illegal; median "
+                f"{llm['latency_ms_median'] / 1000:.2f} s, whole prompt "
+                f"{llm['prompt_tokens_median']:g} tokens (model's count; context "
+                f"{llm['context_tokens_median']:g} estimated)"
+            )
         if decisions["fallbacks"]:
             fb = ", ".join(f"{k} {v}" for k, v in decisions["fallbacks"].items())
             lines.append(f"  fallbacks           {fb}")

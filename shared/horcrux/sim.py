@@ -184,5 +184,29 @@ def summarise_decisions(results: list[GameResult]) -> dict[str, Any]:
         "latency_ms": log["latency_ms"],
         "sources": log["sources"],
         "fallbacks": log["fallbacks"],
+        "llm": llm_calls([d for r in results for d in r.decisions]),
         "notes": notes,
+    }
+
+
+def llm_calls(records: Sequence[DecisionRecord]) -> dict[str, Any] | None:
+    """The decisions that called an LLM (those with a trace): how many, how many the
+    model's own move decided, and what a call cost by the model's own count."""
+    calls = [d for d in records if d.trace is not None]
+    if not calls:
+        return None
+    n = len(calls)
+    bad = sum(d.fallback_reason in ("unparsable", "illegal") for d in calls)
+
+    def median(values: list[float]) -> float:
+        return float(statistics.median(values))
+
+    return {
+        "calls": n,
+        "from_model": sum(d.source == "llm" for d in calls) / n,
+        "unparsable_or_illegal": bad / n,
+        "latency_ms_median": median([d.latency_ms for d in calls]),
+        "prompt_tokens_median": median([float(d.tokens_in) for d in calls]),
+        "context_tokens_median": median([float(d.context_tokens) for d in calls]),
+        "output_tokens_median": median([float(d.tokens_out) for d in calls]),
     }
