@@ -444,3 +444,14 @@ def test_simulate_reports_the_llm_calls_by_the_models_own_count(
     assert 0 < llm["context_tokens_median"] < 230 and llm["latency_ms_median"] > 0
     assert main(["simulate", "--harry", "llm:local", "--games", "1"]) == 0
     assert "100% the model's move" in capsys.readouterr().out
+
+
+def test_chance_levels_are_a_uniform_pick_among_the_offers() -> None:
+    levels = experiment.chance_levels("classic", "reference", 100_000, 5)
+    states = experiment.decision_states("classic", "reference", 100_000, 5)
+    assert sorted(levels) == sorted((s.seed, s.turn) for s in states)
+    for s in states:
+        moves, _ = planner_candidates(PlannerHarry(CLASSIC), experiment.view_of("classic", s))
+        agree, top = levels[(s.seed, s.turn)]
+        assert agree == 1 / len(moves)
+        assert top >= 2 / len(moves)  # an attack and a search of the likeliest location

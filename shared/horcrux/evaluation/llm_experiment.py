@@ -36,7 +36,7 @@ from typing import Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS
-from horcrux.agents.candidates import move_label
+from horcrux.agents.candidates import move_label, planner_candidates
 from horcrux.agents.llm import LLMConfig, LLMHarry
 from horcrux.agents.planner import PlannerHarry
 from horcrux.decisions import DecisionRecord, Tier
@@ -369,14 +369,45 @@ def _median(values: Sequence[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
-def summarise_states(answers: Sequence[Answer]) -> dict[str, Any]:
-    """Per context: agreement, top-location picks, outcome shares, tokens and latency."""
+def chance_levels(
+    rules_name: str, voldemort: str, state_seed: int, states: int
+) -> dict[tuple[int, int], tuple[float, float]]:
+    """Per state (seed, turn): what a uniform pick among the candidates tool's offers would
+    score, (P(the planner's move), P(a move naming the likeliest location)). Recomputed
+    from the states (a pure function of the planner's map), no model call."""
+    rules = preset(rules_name)
+    out: dict[tuple[int, int], tuple[float, float]] = {}
+    for s in decision_states(rules_name, voldemort, state_seed, states):
+        view = view_of(rules_name, s)
+        planner = PlannerHarry(rules)
+        moves, _ = planner_candidates(planner, view)
+        from horcrux.memory.context import location_name
+
+        top = location_name(planner.belief.top(1)[0][0])
+        naming = sum(_location(move_label(m)) == top for m in moves)
+        out[(s.seed, s.turn)] = (1 / len(moves), naming / len(moves))
+    return out
+
+
+def summarise_states(
+    answers: Sequence[Answer], chance: dict[tuple[int, int], tuple[float, float]] | None = None
+) -> dict[str, Any]:
+    """Per context: agreement, top-location picks, outcome shares, tokens and latency; for
+    the candidates tool, beside what a uniform pick among its offers would score."""
     out: dict[str, Any] = {}
-    for context in CONTEXTS:
+    for context, spec in CONTEXTS.items():
         rows = [a for a in answers if a.context == context]
         if not rows:
             continue
         n = len(rows)
+        known = chance or {}
+        levels = [known[(a.seed, a.turn)] for a in rows if (a.seed, a.turn) in known]
+        uniform = None
+        if spec.get("compressed_tool") == "candidates" and len(levels) == n:
+            uniform = {
+                "agreement": statistics.fmean(p for p, _ in levels),
+                "top_location": statistics.fmean(t for _, t in levels),
+            }
         agree = sum(a.agrees for a in rows)
         top = sum(a.picks_top for a in rows)
         lo, hi = wilson(agree, n)
@@ -392,6 +423,7 @@ def summarise_states(answers: Sequence[Answer]) -> dict[str, Any]:
             "output_tokens_median": _median([float(a.tokens_out) for a in rows]),
             "latency_s_median": _median([a.latency_s for a in rows]),
             "latency_s_p95": percentile([a.latency_s for a in rows], 95),
+            "uniform_pick": uniform,
         }
     return out
 
@@ -456,9 +488,14 @@ def build(
     calls = [(a.tokens_in, a.tokens_cached, a.tokens_out, a.latency_s) for a in answers]
     calls += [(c[0], c[1], c[2], c[3]) for g in games for c in g.calls]
     spent = sum(c[3] for c in calls) + sum(p[3] for p in sweep)
+    chance = (
+        chance_levels(meta["rules"], meta["voldemort"], meta["state_seed"], meta["states"])
+        if answers
+        else None
+    )
     return {
         "meta": {**meta, "call_seconds": spent, "calls": len(calls) + len(sweep)},
-        "states": summarise_states(answers),
+        "states": summarise_states(answers, chance),
         "games": summarise_games(games),
         "latency": latency_fit([*calls, *sweep]),
         "sweep": [list(p) for p in sweep],

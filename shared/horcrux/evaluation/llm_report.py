@@ -88,6 +88,16 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
             f"| {_num(r['latency_s_median'], '.2f')} / {_num(r['latency_s_p95'], '.2f')} s |"
         )
     lines += ["", *[f"- `{c}`: {t}." for c, t in _CONTEXT_TEXT.items() if c in states], ""]
+    uniform = (states.get("compressed") or {}).get("uniform_pick")
+    if uniform:
+        lines += [
+            "Chance levels: a uniform pick among the compressed tool's offers would match "
+            f"the planner {_pct(uniform['agreement'])} of the time and name the likeliest "
+            f"location {_pct(uniform['top_location'])} of the time (the offers include an "
+            "attack and a search there); with every legal move in the tool, a uniform "
+            "location is the likeliest one 6.7% of the time.",
+            "",
+        ]
     lines += [
         f"### Whole games ({meta['games']} per row, seeds from {meta['seed']}, "
         f"`{meta['voldemort']}` Voldemort)",
