@@ -357,6 +357,17 @@ def test_an_interrupted_experiment_resumes_from_its_checkpoint(tmp_path: Path) -
     assert "| `llm (compressed)` | 1 | 100.0%" in md
     assert "its cost is 0" in md and "![llm-latency.png](img/llm-latency.png)" in md
     assert "The 21 model calls took 29 s in all" in md  # 20 of 1.2 s, one of 5 s
+    only = experiment.report_from_checkpoint(
+        checkpoint,
+        rules_name="classic",
+        voldemort="reference",
+        seed=0,
+        states=0,
+        legal_states=None,
+        workers=1,
+    )
+    assert only["meta"]["games"] == 1 and only["meta"]["from_checkpoint"]
+    assert only["games"] == data["games"] and only["latency"] == data["latency"]
 
 
 def test_replay_shows_each_llm_decision_and_play_refuses_trace_without_local(

@@ -302,7 +302,7 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
     from pathlib import Path
 
-    from horcrux.evaluation import llm_experiment, llm_report
+    from horcrux.evaluation import llm_experiment
 
     out = Path(args.out)
     grid = out / "evaluation.json"
@@ -327,6 +327,20 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
                 sys.stderr.write("\n")
             sys.stderr.flush()
 
+    if args.llm_report_only:
+        if not checkpoint.exists():
+            raise HorcruxError(f"{checkpoint} does not exist: nothing to report")
+        result = llm_experiment.report_from_checkpoint(
+            checkpoint,
+            rules_name=args.rules,
+            voldemort=voldemort,
+            seed=args.seed,
+            states=args.llm_states,
+            legal_states=args.llm_legal_states,
+            workers=len(args.llm_url.split(",")) if args.llm_url else args.llm_workers,
+            backend_name=args.llm,
+        )
+        return _write_llm(out, data, result, args)
     with ExitStack() as stack:
         urls: list[str | None]
         if args.llm_url:
@@ -347,6 +361,12 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
             checkpoint=checkpoint,
             on_result=tick,
         )
+    return _write_llm(out, data, result, args)
+
+
+def _write_llm(out: Any, data: dict[str, Any], result: dict[str, Any], args: Any) -> int:
+    from horcrux.evaluation import llm_report
+
     (out / LLM_JSON).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if not args.no_plots:
         llm_report.write_plots(result, out / "img")
@@ -500,6 +520,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--llm-workers", type=_positive, default=2, help="servers / parallel calls")
     ev.add_argument("--llm-url", default=None, help="comma-separated running servers' URLs")
     ev.add_argument("--fresh", action="store_true", help="ignore the experiment's checkpoint")
+    ev.add_argument(
+        "--llm-report-only",
+        action="store_true",
+        help="report what the experiment's checkpoint holds, run nothing (an interrupted run)",
+    )
     ev.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)

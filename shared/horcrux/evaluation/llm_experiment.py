@@ -603,6 +603,42 @@ def run_experiment(
     return build(answers, played, points, meta=meta)
 
 
+def report_from_checkpoint(
+    checkpoint: Path,
+    *,
+    rules_name: str,
+    voldemort: str,
+    seed: int,
+    states: int,
+    legal_states: int | None,
+    workers: int,
+    backend_name: str = "local",
+    state_seed: int = 100_000,
+) -> dict[str, Any]:
+    """The experiment's JSON from what a checkpoint holds, running nothing: the report of an
+    interrupted run (each row says how many games it has)."""
+    rows = [json.loads(line) for line in checkpoint.read_text().splitlines() if line.strip()]
+    answers, played, points = collect([(k, kind, v) for k, kind, v in rows])
+    config = LLMConfig.for_backend(backend_name)
+    per_row = Counter(g.label for g in played)
+    meta = {
+        "rules": rules_name,
+        "voldemort": voldemort,
+        "seed": seed,
+        "state_seed": state_seed,
+        "games": max(per_row.values(), default=0),
+        "states": states,
+        "legal_states": legal_states or states,
+        "workers": workers,
+        "seconds": 0.0,
+        "backend": backend_name,
+        "model": config.model,
+        "price": config.price().model_dump(),
+        "from_checkpoint": True,
+    }
+    return build(answers, played, points, meta=meta)
+
+
 __all__ = [
     "CONTEXTS",
     "GAME_CONTEXTS",
@@ -617,6 +653,7 @@ __all__ = [
     "fit_line",
     "latency_fit",
     "play_llm_game",
+    "report_from_checkpoint",
     "run_experiment",
     "summarise_games",
     "summarise_states",

@@ -99,8 +99,8 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
             "",
         ]
     lines += [
-        f"### Whole games ({meta['games']} per row, seeds from {meta['seed']}, "
-        f"`{meta['voldemort']}` Voldemort)",
+        f"### Whole games (seeds from {meta['seed']}, `{meta['voldemort']}` Voldemort; "
+        "each row's games are its first seeds, so rows are paired on the seeds they share)",
         "",
         "| Harry | games | win rate (95% CI) | turns | destroyed | stale | retrieval | overload "
         "| decay | LLM calls | playable | prompt tokens | latency median / p95 | tiers |",
