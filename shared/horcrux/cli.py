@@ -287,11 +287,8 @@ def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
 
     llm_path = out / LLM_JSON
     llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
-    llm_images = [
-        f"img/{name}"
-        for name in ("llm-agreement.png", "llm-latency.png")
-        if (out / "img" / name).exists()
-    ]
+    names = ("llm-agreement.png", "llm-latency.png")
+    llm_images = [name for name in names if (out / "img" / name).exists()]
     section = None if llm is None else llm_report.render_section(llm, llm_images)
     text = report.render_markdown(data, images, llm_section=section)
     (out / "EVALUATION.md").write_text(text)
