@@ -71,14 +71,20 @@ def main() -> int:
         for tier in ("compressed", "full", "narrative"):
             latencies, tokens = [], []
             for i in range(REPEATS):
-                brain = HARRY_BRAINS.create("llm:local", CLASSIC, settings={"tier": tier})
+                brain = HARRY_BRAINS.create(
+                    "llm:local", CLASSIC, settings={"tier": tier, "base_url": url}
+                )
                 assert isinstance(brain, LLMHarry)
                 brain.system = f"Run {i}. " + brain.system  # no prompt cache serves it
                 brain.short_system = f"Run {i}. " + brain.short_system
                 start = time.perf_counter()
                 brain.decide(view, random.Random(0))
                 latencies.append(time.perf_counter() - start)
-                tokens.append(brain.decisions[-1].tokens_in)
+                record = brain.decisions[-1]
+                if record.source != "llm":
+                    print(f"bench_llm: the model did not decide ({record.fallback_reason})")
+                    return 1
+                tokens.append(record.tokens_in)
             median = statistics.median(latencies)
             base = base or median
             print(
