@@ -5,6 +5,7 @@ exact requests); tests/test_llm_local.py drives a real local model."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 from collections.abc import Iterator
@@ -430,11 +431,16 @@ def test_play_local_trace_gets_the_ai_seats_decisions_as_they_are_made(
         seen.append(record)
         first.set()
 
-    with start_stack("127.0.0.1", 0, on_decision=on_decision) as stack:
-        stack.serve_in_thread()
-        client = HorcruxClient(stack.url, timeout_s=20)
-        client.create_game({"kind": "ai", "brain": "llm:local"}, {"kind": "human"}, seed=1)
-        assert first.wait(timeout=60)  # AI Harry moves first, in the stack's worker
+    saved = dict(os.environ)  # the local stack sets its environment for the process
+    try:
+        with start_stack("127.0.0.1", 0, on_decision=on_decision) as stack:
+            stack.serve_in_thread()
+            client = HorcruxClient(stack.url, timeout_s=20)
+            client.create_game({"kind": "ai", "brain": "llm:local"}, {"kind": "human"}, seed=1)
+            assert first.wait(timeout=60)  # AI Harry moves first, in the stack's worker
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     record = seen[0]
     assert record.turn == 1 and record.source == "llm" and record.trace is not None
     assert record.trace.played in record.trace.offered
