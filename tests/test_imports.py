@@ -79,3 +79,29 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_api_function_starts_without_the_idempotency_package_or_boto3() -> None:
+    import subprocess
+    import sys
+
+    root = ROOT.parent
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
+        "import handler\n"
+        "print(sorted(m for m in sys.modules if m == 'boto3' or 'idempotency' in m))\n"
+    )
+    env = {
+        "HORCRUX_GAMES_TABLE": "g",
+        "HORCRUX_EVENTS_TABLE": "e",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(root / "lambdas" / "api"), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    # imported at the first keyed move: boto3 alone costs about 80 ms of a cold start
+    assert out.strip() == "['horcrux.api.idempotency']"

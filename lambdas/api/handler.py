@@ -8,12 +8,11 @@ settings are injected into the store, the service and the app; POWERTOOLS_* as u
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api import IdempotentMoves, build_app
@@ -30,7 +29,14 @@ store = DynamoDbStore(settings.store.dynamo())  # the boto3 client is created at
 anthropic_key = AnthropicKey(settings.secret)  # an LLM seat is refused (422) without a key
 
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+
 def _idempotency_layer() -> DynamoDBPersistenceLayer:
+    # Powertools' idempotency imports boto3 (~90 ms): at the first keyed move, not cold start
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
     local = store.client if store.settings.endpoint_url else None  # DynamoDB Local / moto
     return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=local)
 

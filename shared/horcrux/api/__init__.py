@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from horcrux.api.app import MAX_BODY_BYTES, HorcruxResolver, build_app
     from horcrux.api.errors import STATUS_BY_CODE, status_for
-    from horcrux.api.idempotency import IdempotentMoves, MemoryPersistenceLayer
+    from horcrux.api.idempotency import IdempotentMoves
+    from horcrux.api.idempotency_memory import MemoryPersistenceLayer
 
 _WHERE = {
     "MAX_BODY_BYTES": "horcrux.api.app",
@@ -25,7 +26,7 @@ _WHERE = {
     "STATUS_BY_CODE": "horcrux.api.errors",
     "status_for": "horcrux.api.errors",
     "IdempotentMoves": "horcrux.api.idempotency",
-    "MemoryPersistenceLayer": "horcrux.api.idempotency",
+    "MemoryPersistenceLayer": "horcrux.api.idempotency_memory",
 }
 
 

@@ -20,10 +20,6 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api import errors
@@ -119,17 +115,6 @@ def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Cal
             log.error("domain error %s: %s", exc.code, exc.message)
         return error_response(exc.code, exc.message, **extra)
 
-    def key_reused(exc: IdempotencyValidationError) -> Response[Any]:
-        return error_response(
-            "idempotency_key_reused",
-            "this Idempotency-Key was used with a different move; use a new key per move",
-        )
-
-    def key_busy(exc: IdempotencyAlreadyInProgressError) -> Response[Any]:
-        return error_response(
-            "idempotency_in_progress", "a request with this Idempotency-Key is still running"
-        )
-
     def no_route(exc: NotFoundError) -> Response[Any]:
         event = app.current_event
         return error_response(
@@ -146,8 +131,6 @@ def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Cal
     return {
         RequestValidationError: invalid,
         HorcruxError: domain,
-        IdempotencyValidationError: key_reused,
-        IdempotencyAlreadyInProgressError: key_busy,
         NotFoundError: no_route,
         Exception: unexpected,
     }

@@ -3,35 +3,31 @@
 Powertools idempotency (`idempotent_function`) over a persistence layer: DynamoDB in AWS
 (`DynamoDBPersistenceLayer`, table from `HORCRUX_IDEMPOTENCY_TABLE`, TTL attribute
 `expiration`; built by the handler, lazily, so tests can start moto first) or
-`MemoryPersistenceLayer` below for local play (Powertools ships no in-memory layer).
+`horcrux.api.idempotency_memory.MemoryPersistenceLayer` for local play.
 
 The key is scoped by game id + seat + the header's value (`[game_id, seat, key]`), so two
 games or two seats never collide; the move itself is the payload that is validated, so the
-same key with a different move is refused (`idempotency_key_reused`). Only successful
+same key with a different move is refused (`idempotency_key_reused`, 422). Only successful
 responses are stored: an error deletes the in-progress record and nothing was written.
+
+Powertools' idempotency package imports boto3 (about 90 ms): it is imported at the first
+move with a key, not when the API function starts, and its two refusals become domain
+errors here, so the error map answers them like any other.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.idempotency import (
-    BasePersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyItemAlreadyExistsError,
-    IdempotencyItemNotFoundError,
-)
-from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import (
-    STATUS_CONSTANTS,
-    DataRecord,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from horcrux.errors import HorcruxError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import (
+        BasePersistenceLayer,
+        IdempotencyConfig,
+    )
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 DEFAULT_EXPIRY_SECONDS = 24 * 3600
 KEY_PREFIX = "horcrux-move"
@@ -39,47 +35,16 @@ KEY_PREFIX = "horcrux-move"
 Payload = dict[str, Any]
 
 
-class MemoryPersistenceLayer(BasePersistenceLayer):
-    """Powertools idempotency records in a dict, with DynamoDB's put condition."""
+class IdempotencyKeyReused(HorcruxError):
+    """The same Idempotency-Key came with a different move."""
 
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self._lock = threading.Lock()
-        self.records: dict[str, DataRecord] = {}
+    code = "idempotency_key_reused"
 
-    def _get_record(self, idempotency_key: str) -> DataRecord:
-        with self._lock:
-            try:
-                return self.records[idempotency_key]
-            except KeyError:
-                raise IdempotencyItemNotFoundError from None
 
-    def _put_record(self, data_record: DataRecord) -> None:
-        now = dt.datetime.now().timestamp()
-        with self._lock:
-            old = self.records.get(data_record.idempotency_key)
-            free = (
-                old is None
-                or (old.expiry_timestamp or 0) < now
-                or (
-                    old.status == STATUS_CONSTANTS["INPROGRESS"]
-                    and old.in_progress_expiry_timestamp is not None
-                    and old.in_progress_expiry_timestamp < now * 1000
-                )
-            )
-            if not free:
-                assert old is not None
-                self._validate_payload(data_payload=data_record, stored_data_record=old)
-                raise IdempotencyItemAlreadyExistsError(old_data_record=old)
-            self.records[data_record.idempotency_key] = data_record
+class IdempotencyInProgress(HorcruxError):
+    """A request with this Idempotency-Key is still running."""
 
-    def _update_record(self, data_record: DataRecord) -> None:
-        with self._lock:
-            self.records[data_record.idempotency_key] = data_record
-
-    def _delete_record(self, data_record: DataRecord) -> None:
-        with self._lock:
-            self.records.pop(data_record.idempotency_key, None)
+    code = "idempotency_in_progress"
 
 
 class IdempotentMoves:
@@ -92,16 +57,26 @@ class IdempotentMoves:
         expires_after_seconds: int = DEFAULT_EXPIRY_SECONDS,
     ) -> None:
         self._factory = persistence
+        self._expires = expires_after_seconds
         self._wrapped: Callable[..., Payload] | None = None
-        self.config = IdempotencyConfig(
-            event_key_jmespath="[game_id, seat, key]",
-            payload_validation_jmespath="move",
-            raise_on_no_idempotency_key=True,
-            expires_after_seconds=expires_after_seconds,
-        )
+        self._config: IdempotencyConfig | None = None
+
+    @property
+    def config(self) -> IdempotencyConfig:
+        if self._config is None:
+            from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+            self._config = IdempotencyConfig(
+                event_key_jmespath="[game_id, seat, key]",
+                payload_validation_jmespath="move",
+                raise_on_no_idempotency_key=True,
+                expires_after_seconds=self._expires,
+            )
+        return self._config
 
     def _function(self) -> Callable[..., Payload]:
         if self._wrapped is None:  # the persistence layer (a boto3 client) is built lazily
+            from aws_lambda_powertools.utilities.idempotency import idempotent_function
 
             def apply_move(request: Payload, run: Callable[[], Payload]) -> Payload:
                 return run()
@@ -128,5 +103,19 @@ class IdempotentMoves:
         """`run()`'s response, or the stored response of the first call with this key."""
         if context is not None:
             self.config.register_lambda_context(context)
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyValidationError,
+        )
+
         request = {"game_id": game_id, "seat": seat, "key": key, "move": move}
-        return self._function()(request=request, run=run)
+        try:
+            return self._function()(request=request, run=run)
+        except IdempotencyValidationError:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used with a different move; use a new key per move"
+            ) from None
+        except IdempotencyAlreadyInProgressError:
+            raise IdempotencyInProgress(
+                "a request with this Idempotency-Key is still running"
+            ) from None
