@@ -186,9 +186,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from horcrux.extras import require_extra
 
     require_extra("local", "serve")
-    from horcrux.local.server import serve
+    from horcrux.local.server import ServerOptions, serve
+    from horcrux.local.wsgi import Rate
 
-    return serve(args.host, args.port, quiet=args.quiet)
+    def rate(text: str) -> Rate | None:
+        return None if args.no_limits or text == "off" else Rate.parse(text)
+
+    options = ServerOptions(
+        threads=args.threads,
+        ai_workers=args.ai_workers,
+        channel_timeout_s=args.channel_timeout,
+        play_rate=rate(args.rate),
+        create_rate=rate(args.create_rate),
+    )
+    return serve(args.host, args.port, quiet=args.quiet, options=options)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -456,12 +467,34 @@ def build_parser() -> argparse.ArgumentParser:
     srv = sub.add_parser(
         "serve",
         help="serve the HTTP API locally (moto DynamoDB, AI turns in process)",
-        description="Start moto's DynamoDB on 127.0.0.1 (or use AWS_ENDPOINT_URL_DYNAMODB), "
-        "create the tables and serve the API Lambda's handler over HTTP; Ctrl-C stops it.",
+        description="Start moto's DynamoDB in a child process on 127.0.0.1 (or use "
+        "AWS_ENDPOINT_URL_DYNAMODB), create the tables and serve the API Lambda's handler "
+        "over HTTP with waitress; Ctrl-C or SIGTERM stops it.",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one)")
     srv.add_argument("--quiet", action="store_true", help="no line per request on stderr")
+    srv.add_argument("--threads", type=_positive, default=8, help="request threads (default 8)")
+    srv.add_argument("--ai-workers", type=_positive, default=4, help="AI-turn workers (default 4)")
+    srv.add_argument(
+        "--channel-timeout",
+        type=_positive,
+        default=30,
+        help="seconds before an idle or half-sent connection is closed (default 30)",
+    )
+    srv.add_argument(
+        "--rate",
+        type=_rate,
+        default="50/100",
+        help="per-client limit, RATE[/BURST] requests a second (default 50/100; off: none)",
+    )
+    srv.add_argument(
+        "--create-rate",
+        type=_rate,
+        default="1/10",
+        help="per-client limit on POST /games, RATE[/BURST] (default 1/10; off: none)",
+    )
+    srv.add_argument("--no-limits", action="store_true", help="no rate limits (benchmarks)")
     srv.set_defaults(func=cmd_serve)
 
     ply = sub.add_parser(
@@ -552,6 +585,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _rate(text: str) -> str:
+    """RATE[/BURST] (checked here, parsed by the server) or `off`."""
+    if text != "off":
+        rate, _, burst = text.partition("/")
+        try:
+            ok = float(rate) > 0 and (not burst or float(burst) >= 1)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise argparse.ArgumentTypeError(
+                f"a rate is RATE[/BURST] (RATE > 0, BURST >= 1) or off, got {text!r}"
+            )
+    return text
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -559,11 +607,17 @@ def _positive(text: str) -> int:
     return value
 
 
+PIPED_COMMANDS = frozenset({"simulate", "replay", "brains"})
+"""The commands that only print: `horcrux replay | head` ends them quietly (SIGPIPE's
+default). Never the servers (`serve`, `play --local`): a client that disconnects early
+would kill them."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `horcrux replay | head` ends quietly
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in PIPED_COMMANDS and hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         return int(args.func(args))
     except (HorcruxError, KeyError) as exc:
