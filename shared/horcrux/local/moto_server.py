@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,16 @@ def stop_process(process: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) 
                 pipe.close()
 
 
+def child_environment(
+    unset: Iterable[str] = (), extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """This process's environment for a child: `unset` removed, `extra` added, unbuffered."""
+    env = {name: value for name, value in os.environ.items() if name not in set(unset)}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
 def spawn_dynamodb(
     host: str = "127.0.0.1", port: int = 0, *, startup_s: float = STARTUP_S, tied: bool = True
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -94,7 +105,7 @@ def spawn_dynamodb(
         command,
         stdin=subprocess.PIPE if tied else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=child_environment(),
     )
     try:
         endpoint = _read_banner(process, startup_s)
@@ -346,6 +357,7 @@ __all__ = [
     "DynamoHealth",
     "DynamoWatch",
     "LocalDynamo",
+    "child_environment",
     "create_tables",
     "local_environment",
     "spawn_dynamodb",
