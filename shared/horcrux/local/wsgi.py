@@ -79,28 +79,35 @@ def _own_metric_set(module: ModuleType) -> None:
         setattr(metrics, attribute, fresh)
 
 
-def load_api_handler(root: pathlib.Path | None = None) -> Handler:
-    """`lambda_handler` of lambdas/api/handler.py, loaded as a new module each call (a new
-    execution environment), or, without a checkout, the same app."""
-    path = (root or checkout_root()) / "lambdas" / "api" / "handler.py"
-    if path.is_file():
-        module = _load_module(f"horcrux_local_api_handler_{next(_module_numbers)}", path)
-        _own_metric_set(module)
-        handler: Handler = module.lambda_handler
-        metrics = getattr(module, "metrics", None)
-        clear = getattr(metrics, "clear_metrics", None)
-        if clear is None:
-            return handler
+class ApiEnvironment:
+    """One execution environment: a module loaded from lambdas/api/handler.py, its own
+    metric set, its `lambda_handler` called by one request at a time (`HandlerPool`)."""
 
-        def call(event: dict[str, Any], context: Any) -> dict[str, Any]:
-            try:
-                return handler(event, context)
-            finally:
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        _own_metric_set(module)
+        self._handler: Handler = module.lambda_handler
+        metrics = getattr(module, "metrics", None)
+        self._clear: Callable[[], None] | None = getattr(metrics, "clear_metrics", None)
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return self._handler(event, context)
+        finally:
+            if self._clear is not None:
                 # POWERTOOLS_METRICS_DISABLED keeps what it does not print, and dumps the
                 # set to stdout every 100 values: clear this environment's set per request
-                clear()
+                self._clear()
 
-        return call
+
+def load_api_handler(root: pathlib.Path | None = None) -> Handler:
+    """lambdas/api/handler.py loaded as a new module each call (a new execution
+    environment, `ApiEnvironment`), or, without a checkout, the same app."""
+    path = (root or checkout_root()) / "lambdas" / "api" / "handler.py"
+    if path.is_file():
+        return ApiEnvironment(
+            _load_module(f"horcrux_local_api_handler_{next(_module_numbers)}", path)
+        )
     return _packaged_api_handler()
 
 
@@ -408,6 +415,7 @@ __all__ = [
     "CREATE_RATE",
     "HEALTH_PATH",
     "PLAY_RATE",
+    "ApiEnvironment",
     "ApiGatewayWsgi",
     "HandlerPool",
     "Rate",
