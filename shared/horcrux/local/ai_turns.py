@@ -102,7 +102,12 @@ def waiting_for_ai(game: Mapping[str, Any]) -> bool:
 
 
 class TurnFailed(Exception):
-    """The record handler reported the record as a batch item failure."""
+    """The record handler reported the record as a batch item failure; `code` is the
+    domain code of what it raised (`store_unavailable` while the database is down)."""
+
+    def __init__(self, message: str, code: str = "turn_failed") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _Worker:
@@ -154,8 +159,12 @@ class _Worker:
             context=context,  # type: ignore[arg-type]
         )
         if response.get("batchItemFailures"):
-            causes = [str(exc) for exc in getattr(self._processor, "exceptions", [])]
-            raise TurnFailed("; ".join(c for c in causes if c) or "the record handler failed")
+            causes = [info[1] for info in self._processor.exceptions if info[1] is not None]
+            if not causes:
+                raise TurnFailed("the record handler failed")
+            cause = causes[0]
+            code = str(getattr(cause, "code", type(cause).__name__))
+            raise TurnFailed(f"{type(cause).__name__}: {cause}", code) from cause
         return self._played()
 
     def _played(self) -> bool:

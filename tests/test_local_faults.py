@@ -1,0 +1,179 @@
+"""Database faults under a running `horcrux serve`: a real local DynamoDB process used as the
+user's endpoint (`AWS_ENDPOINT_URL_DYNAMODB`) is killed, restarted empty on the same port,
+and frozen (SIGSTOP) while games are played over HTTP."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from horcrux.local.harness import DynamoProcess, ServeProcess, get_json, request_json
+
+pytestmark = pytest.mark.server
+
+HUMANS = {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}}
+ANSWER_S = 10.0
+"""A frozen database: every answer within this (the store's timeouts and retries)."""
+
+
+@pytest.fixture
+def dynamo() -> Iterator[list[DynamoProcess]]:
+    started = [DynamoProcess()]
+    try:
+        yield started  # a test that restarts it appends the new process
+    finally:
+        for process in started:
+            process.stop()
+
+
+def _serve(endpoint: str) -> ServeProcess:
+    return ServeProcess(
+        "--no-limits",
+        own_dynamodb=False,
+        env={
+            "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+        },
+    )
+
+
+def _until(what: str, check: Any, timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    attempt = 0
+    while True:
+        result = check()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(min(0.02 * 1.5**attempt, 0.5))
+        attempt += 1
+
+
+def _game(url: str, game_id: str, token: str | None = None) -> tuple[int, Any]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    status, _, body = request_json("GET", f"{url}/games/{game_id}", headers=headers)
+    return status, body
+
+
+def _harry_vs_ai(url: str, seed: int) -> tuple[str, str]:
+    status, _, body = request_json(
+        "POST",
+        f"{url}/games",
+        {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "ai"}}, "seed": seed},
+    )
+    assert status == 201, body
+    return body["game_id"], body["token"]
+
+
+def _move(url: str, game_id: str, token: str, location: str) -> tuple[int, dict[str, str], Any]:
+    return request_json(
+        "POST",
+        f"{url}/games/{game_id}/moves",
+        {"type": "search", "location": location},
+        headers={"authorization": f"Bearer {token}"},
+        timeout_s=ANSWER_S + 5,
+    )
+
+
+def _harry_to_move(url: str, game_id: str, token: str, turn: int) -> bool:
+    status, game = _game(url, game_id, token)
+    return status == 200 and game["to_move"] == "harry" and game["turn"] == turn
+
+
+def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess]) -> None:
+    db = dynamo[0]
+    server = _serve(db.endpoint)
+    try:
+        url = server.url
+        assert server.dynamo_pid() is None  # the user's endpoint: nothing started
+        game_id, token = _harry_vs_ai(url, seed=3)
+        status, _, _ = _move(url, game_id, token, "hogwarts")
+        assert status == 200
+        _until("the AI Voldemort's reply", lambda: _harry_to_move(url, game_id, token, 2))
+
+        # ---- killed: 503 with Retry-After on every route, the health check says so
+        db.signal(signal.SIGKILL)
+        db.process.wait()
+        routes = [
+            ("GET", f"/games/{game_id}", None),
+            ("GET", f"/games/{game_id}/events?after=0", None),
+            ("GET", "/games?status=open", None),
+            (
+                "POST",
+                "/games",
+                {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "ai"}}},
+            ),
+            ("POST", f"/games/{game_id}/moves", {"type": "search", "location": "azkaban"}),
+        ]
+        for method, path, body in routes:
+            headers = {"authorization": f"Bearer {token}"}
+            status, got, reply = request_json(
+                method, url + path, body, headers=headers, timeout_s=ANSWER_S
+            )
+            assert status == 503, (method, path, reply)
+            assert reply["error"] == "store_unavailable" and reply["message"], reply
+            assert int(got["retry-after"]) >= 1
+        status, got, health = _until("an unhealthy /healthz", lambda: _unhealthy(server))
+        assert health["ok"] is False and health["problem"] == "dynamodb unreachable"
+        assert int(got["retry-after"]) >= 1
+
+        # ---- back on the same port, empty: tables recreated, a message, new games work
+        dynamo.append(DynamoProcess(db.port))
+        server.wait_for_output(r"lost its data \(restarted\?\): tables recreated", 20)
+        health = server.wait_healthy(20)
+        assert health["ok"] is True and health["tables_recreated"] == 1
+        assert _game(url, game_id, token)[0] == 404  # the games from before are gone
+        new_id, new_token = _harry_vs_ai(url, seed=4)
+        assert _move(url, new_id, new_token, "hogwarts")[0] == 200
+        _until(
+            "the AI's reply after the restart", lambda: _harry_to_move(url, new_id, new_token, 2)
+        )
+
+        # ---- frozen: bounded 503s; thawed: the AI turn that was due is played
+        status, _, body = request_json(
+            "POST",
+            f"{url}/games",
+            {
+                "seats": {"harry": {"kind": "ai", "brain": "planner"}, "voldemort": {"kind": "ai"}},
+                "rules": "standard",
+                "seed": 5,
+            },
+        )
+        assert status == 201, body
+        ai_game = body["game_id"]
+        frozen = dynamo[-1]
+        frozen.signal(signal.SIGSTOP)  # an AI turn of `ai_game` is due (or being played)
+        try:
+            started = time.monotonic()
+            status, got, reply = _move(url, new_id, new_token, "azkaban")
+            assert status == 503 and reply["error"] == "store_unavailable", reply
+            assert int(got["retry-after"]) >= 1
+            assert time.monotonic() - started < ANSWER_S
+            _until("a failed AI turn", lambda: server.health(ANSWER_S)[2]["ai_failures"] > 0)
+        finally:
+            frozen.signal(signal.SIGCONT)
+        # no read of the game in between: only the worker's retries can finish it
+        _until(
+            "the AI game's end",
+            lambda: (h := server.health(ANSWER_S))[0] == 200 and h[2]["ai_pending"] == 0,
+            timeout_s=60,
+        )
+        status, game = _game(url, ai_game)
+        assert status == 200 and game["status"] == "over", game
+        # the person's refused move was not written: still Harry to move on turn 2
+        assert _harry_to_move(url, new_id, new_token, 2)
+        assert _move(url, new_id, new_token, "azkaban")[0] == 200
+    finally:
+        code, seconds = server.terminate()
+    assert code == 0 and seconds <= 5.0, server.output()
+
+
+def _unhealthy(server: ServeProcess) -> tuple[int, dict[str, str], Any] | None:
+    status, headers, body = get_json(f"{server.url}/healthz", ANSWER_S)
+    return (status, headers, body) if status == 503 else None
