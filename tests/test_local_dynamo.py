@@ -152,6 +152,31 @@ def test_the_cost_of_a_transaction_does_not_grow_with_the_table(
     assert big == small
 
 
+def test_a_query_reads_its_partition_only(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(30):
+        _put(client, f"other{i % 3}", i, sk=f"{i:03d}")
+    for i in (5, 1, 3):
+        _put(client, "game", i, sk=f"{i:03d}")
+    enumerated: list[int] = []
+    real = Table.all_items  # the patched one: the query's partition, or the whole table
+
+    def counting(self: Any) -> Any:
+        items = real(self)
+        enumerated.append(len(items))
+        return items
+
+    monkeypatch.setattr(Table, "all_items", counting)
+    got = client.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk AND sk > :after",
+        ExpressionAttributeValues={":pk": {"S": "game"}, ":after": {"S": "001"}},
+    )["Items"]
+    scanned = client.scan(TableName=TABLE)["Count"]
+    assert [i["sk"]["S"] for i in got] == ["003", "005"]  # range-key order, as moto's
+    assert scanned == 33
+    assert enumerated == [3, 33]  # the query read its partition, only the scan all 33
+
+
 def test_the_patch_refuses_another_moto_version() -> None:
     with pytest.raises(UnsupportedMoto, match=PATCHED_MOTO_VERSION):
         install_item_undo_log(version="9.9.9")

@@ -6,7 +6,7 @@ prints `horcrux-dynamodb listening on http://HOST:PORT` once it accepts connecti
 serves until SIGTERM/SIGINT. `horcrux serve` starts it (`moto_server.start_dynamodb`); the
 fault tests start it as "the user's own endpoint" and kill, freeze or restart it.
 
-Two changes to moto 5.2.5, made here only (this process IS the database):
+Changes to moto 5.2.5, made here only (this process IS the database):
 
 * `DynamoDBBackend.transact_write_items` deep-copies every TABLE a transaction touches, for
   its rollback: O(table size) per move, and the copies made a long local session grow to
@@ -17,6 +17,8 @@ Two changes to moto 5.2.5, made here only (this process IS the database):
   to the moto version it was copied from and refuses any other one.
 * the events table's stream keeps every record in memory (nothing reads it locally: the AI
   worker stands in for the stream); `cap_stream_records()` keeps the last few.
+* a Query sorts every item of the table to pick its partition's; `partition_queries()`
+  reads the partition only (same items, same order).
 
 moto's backend is not thread-safe: one lock serialises the requests (keep-alive stays).
 """
@@ -227,10 +229,54 @@ def cap_stream_records(kept: int = STREAM_RECORDS_KEPT) -> Callable[[], None]:
     return uninstall
 
 
+def partition_queries() -> Callable[[], None]:
+    """A Query on a table's own key reads only its partition; returns the undo.
+
+    moto 5.2.5's `Table.query` without an index filters `all_items()`: every item of the
+    table, sorted, per query (the events of one game read by sorting every event of every
+    game). Here `all_items()` answers that query's partition only, in range-key order: the
+    same items in the same order. Requests are serialised, so the per-table marker is safe.
+    """
+    from moto.dynamodb.models.table import Table
+
+    original_query = Table.query
+    original_all = Table.all_items
+    if getattr(original_query, "horcrux_partitioned", False):
+        return lambda: None
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+        scoped = index_name is None and hash_key is not None and self.range_key_attr is not None
+        if scoped:
+            self.horcrux_partition = hash_key
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            if scoped:
+                self.horcrux_partition = None
+
+    def all_items(self: Any) -> list[Any]:
+        partition = getattr(self, "horcrux_partition", None)
+        if partition is None:
+            return original_all(self)
+        bucket = self.items.get(partition) or {}
+        return sorted(bucket.values(), key=lambda item: item.range_key)
+
+    query.horcrux_partitioned = True  # type: ignore[attr-defined]
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        Table.query = original_query  # type: ignore[method-assign]
+        Table.all_items = original_all  # type: ignore[method-assign]
+
+    return uninstall
+
+
 @contextmanager
 def patched_moto() -> Iterator[None]:
-    """Both patches for the duration (tests use it with moto's in-process mock)."""
-    undo = [install_item_undo_log(), cap_stream_records()]
+    """Every patch for the duration (tests use it with moto's in-process mock)."""
+    undo = [install_item_undo_log(), cap_stream_records(), partition_queries()]
     try:
         yield
     finally:
@@ -263,7 +309,9 @@ def dynamodb_app() -> WsgiApp:
 
     install_item_undo_log()
     cap_stream_records()
+    partition_queries()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N"
     app: WsgiApp = create_backend_app("dynamodb")
     return serialised(app)
 

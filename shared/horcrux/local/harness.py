@@ -43,6 +43,15 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
@@ -161,6 +170,11 @@ class ServeProcess:
         child = self.dynamo_pid()
         return rss_bytes(self.pid), rss_bytes(child) if child else 0
 
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds used by the server and by its DynamoDB child (0 if none)."""
+        child = self.dynamo_pid()
+        return cpu_seconds(self.pid), cpu_seconds(child) if child else 0.0
+
     def output(self) -> str:
         return self._output.text()
 
@@ -247,6 +261,7 @@ __all__ = [
     "DynamoProcess",
     "ServeProcess",
     "children",
+    "cpu_seconds",
     "get_json",
     "request_json",
     "rss_bytes",

@@ -94,6 +94,8 @@ class LocalHttpServer:
     def __init__(self, app: Any, host: str, port: int, options: ServerOptions) -> None:
         from waitress.server import create_server
 
+        # waitress warns "Task queue depth is N" whenever a request waits for a thread
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self._server: Any = create_server(
             app,
             host=host,
@@ -200,6 +202,16 @@ class LocalStack:
         self.close()
 
 
+def _load_brains() -> None:
+    """Load the brain registries before any request thread does: their lazy loading marks
+    itself done before its imports finish, so a second thread racing the first would find
+    no brain (`unknown_brain`). A Lambda environment is single-threaded; this server not."""
+    from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+
+    HARRY_BRAINS.names()
+    VOLDEMORT_BRAINS.names()
+
+
 def health_of(watch: DynamoWatch) -> Callable[[], tuple[int, dict[str, Any]]]:
     def health() -> tuple[int, dict[str, Any]]:
         state = watch.check()
@@ -235,6 +247,7 @@ def start_stack(
     `on_decision` gets every LLM decision record of the AI seats (`play --local --trace`);
     `notices` (default stderr) gets the one-line messages (data lost, tables recreated)."""
     options = options or ServerOptions()
+    _load_brains()
     dynamo = start_dynamodb(dynamo_host, 0)
     ai: AiTurns | None = None
     watch: DynamoWatch | None = None
