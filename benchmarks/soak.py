@@ -61,6 +61,7 @@ class Run:
     limit: int
     samples: list[Sample] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
     resets: int = 0
     games: Counter[str] = field(default_factory=Counter)
     _count: int = 0
@@ -73,11 +74,14 @@ class Run:
             self._count += 1
             return self._count - 1
 
-    def record(self, sample: Sample, error: str | None, *, reset: bool = False) -> None:
+    def record(
+        self, sample: Sample, error: str | None, *, reset: bool = False, example: str = ""
+    ) -> None:
         with self._lock:
             self.samples.append(sample)
             if error is not None:
                 self.errors[error] += 1
+                self.examples.setdefault(error, example)
             self.resets += int(reset)
 
 
@@ -111,7 +115,7 @@ class Page:
             headers["authorization"] = f"Bearer {token}"
         data = json.dumps(body) if body is not None else None
         started = time.perf_counter()
-        status, payload, error, reset = 0, None, None, False
+        status, payload, error, reset, example = 0, None, None, False, ""
         try:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
@@ -123,6 +127,7 @@ class Page:
             if status not in ok:
                 code = payload.get("error") if isinstance(payload, dict) else ""
                 error = f"{kind}: HTTP {status} {code}"
+                example = f"{method} {path} {data or ''} -> {raw[:300]!r}"
         except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as exc:
             reset = True
             error = f"{kind}: {type(exc).__name__}"
@@ -131,7 +136,8 @@ class Page:
             error = f"{kind}: {type(exc).__name__}"
             self._drop()
         seconds = time.perf_counter() - started
-        self.run.record(Sample(index, started, seconds, status, kind), error, reset=reset)
+        sample = Sample(index, started, seconds, status, kind)
+        self.run.record(sample, error, reset=reset, example=example)
         return payload if error is None else None
 
     def _drop(self) -> None:
@@ -275,6 +281,7 @@ def soak(requests: int, concurrency: int, seed: int = 0, window: int = WINDOW) -
         "by_kind": dict(Counter(s.kind for s in samples)),
         "games": dict(run.games),
         "errors": dict(run.errors),
+        "error_examples": dict(run.examples),
         "resets": run.resets,
         "rss_mb": {
             "serve_before": serve_before * mb,
@@ -326,6 +333,8 @@ def _print(report: dict[str, Any]) -> None:
         f"({(cpu['serve'] + cpu['dynamodb']) / report['wall_s']:.2f} cores)"
     )
     print(f"  errors: {report['errors'] or 0}; connection resets: {report['resets']}")
+    for kind, example in report["error_examples"].items():
+        print(f"    {kind}, e.g. {example}")
     print(f"  AI turn failures (retried): {report['ai_failures']}")
     print(f"  SIGTERM: exit {report['sigterm_exit_code']} in {report['sigterm_s']:.2f} s")
     missed = [name for name, ok in report["targets"].items() if not ok]

@@ -4,6 +4,7 @@ execution environments (each with its own Powertools metric set)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -158,7 +159,7 @@ def test_stop_abandons_a_turn_in_progress_quickly() -> None:
 
 
 # ---------------------------------------------------------------- handler environments
-def test_each_execution_environment_has_its_own_metric_set(
+def test_each_execution_environment_has_its_own_event_and_metric_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from aws_lambda_powertools.metrics import Metrics
@@ -174,21 +175,27 @@ def test_each_execution_environment_has_its_own_metric_set(
     statuses: Counter[int] = Counter()
     lock = threading.Lock()
 
-    def hammer() -> None:
-        for _ in range(150):  # past Powertools' 100-value flush, on every thread
+    crossed: list[str] = []
+
+    def hammer(number: int) -> None:
+        for i in range(150):  # past Powertools' 100-value flush, on every thread
             try:
-                event = api_gateway_event("GET", "/nowhere", [], b"")
-                status = pool(event, FakeLambdaContext())["statusCode"]
+                path = f"/nowhere-{number}-{i}"
+                response = pool(api_gateway_event("GET", path, [], b""), FakeLambdaContext())
+                message = json.loads(response["body"])["message"]
                 with lock:
-                    statuses[status] += 1
+                    statuses[response["statusCode"]] += 1
+                    if message != f"no route GET {path}":  # another thread's request
+                        crossed.append(message)
             except BaseException as exc:
                 errors.append(exc)
 
-    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    threads = [threading.Thread(target=hammer, args=(n,)) for n in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
     assert errors == []
+    assert crossed == []
     assert statuses == {404: 8 * 150}
     assert Metrics._metrics == {}  # the shared class-level set is never used

@@ -62,6 +62,28 @@ def _load_module(name: str, path: pathlib.Path) -> ModuleType:
     return module
 
 
+def _own_current_event(module: ModuleType) -> None:
+    """Keep the event being resolved on the module's resolver instance, not process-wide.
+
+    Powertools' resolver stores `current_event` and `lambda_context` on the `BaseRouter`
+    CLASS (one Lambda invocation at a time); the routes read them through the app, so two
+    environments resolving at once in two threads would each read the other's request
+    (its body, its token, its path). An instance attribute set before `resolve` shadows
+    the class attribute for this app and its routers, used by one request at a time."""
+    app = getattr(module, "app", None)
+    to_proxy = getattr(app, "_to_proxy_event", None)
+    if app is None or to_proxy is None:
+        return
+    resolve = app.resolve
+
+    def own_resolve(event: dict[str, Any], context: Any) -> Any:
+        app.current_event = to_proxy(event)
+        app.lambda_context = context
+        return resolve(event, context)
+
+    app.resolve = own_resolve
+
+
 def _own_metric_set(module: ModuleType) -> None:
     """Give the module's Powertools `Metrics` its own metric, dimension and metadata sets.
 
@@ -81,10 +103,12 @@ def _own_metric_set(module: ModuleType) -> None:
 
 class ApiEnvironment:
     """One execution environment: a module loaded from lambdas/api/handler.py, its own
-    metric set, its `lambda_handler` called by one request at a time (`HandlerPool`)."""
+    metric set and current event, its `lambda_handler` called by one request at a time
+    (`HandlerPool`)."""
 
     def __init__(self, module: ModuleType) -> None:
         self.module = module
+        _own_current_event(module)
         _own_metric_set(module)
         self._handler: Handler = module.lambda_handler
         metrics = getattr(module, "metrics", None)
