@@ -11,7 +11,7 @@ GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-llm season synth clean model model-serve
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-llm season synth clean model model-serve soak
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -19,6 +19,7 @@ help:
 	@echo "make demo       replay one game turn by turn and simulate $(GAMES) games"
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
 	@echo "make bench      print the benchmarks' figures"
+	@echo "make soak       10,000 requests at concurrency 16 against horcrux serve (REQUESTS=, CONCURRENCY=)"
 	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
 	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
@@ -89,6 +90,13 @@ bench: venv model
 	@for script in benchmarks/bench_*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \
 	done
+
+REQUESTS    ?= 10000
+CONCURRENCY ?= 16
+
+# a real `horcrux serve` (rate limits off) under a realistic mix; exits 1 if a target is missed
+soak: venv
+	$(BIN)/python benchmarks/soak.py --requests $(REQUESTS) --concurrency $(CONCURRENCY)
 
 eval: venv
 	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs

@@ -199,3 +199,19 @@ def test_each_execution_environment_has_its_own_event_and_metric_set(
     assert crossed == []
     assert statuses == {404: 8 * 150}
     assert Metrics._metrics == {}  # the shared class-level set is never used
+
+
+def test_an_environment_resolves_the_event_as_the_app_rewrote_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the app reads any body as JSON (it rewrites the event's content type before
+    # resolving): the environment's own current event must be that rewritten one
+    set_aws_env(monkeypatch)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    environment = load_api_handler()
+    headers = [("content-type", "application/x-www-form-urlencoded")]
+    event = api_gateway_event("POST", "/games", headers, b'{"seats": 5}')
+    response = environment(event, FakeLambdaContext())
+    body = json.loads(response["body"])
+    assert response["statusCode"] == 422, body
+    assert [d["loc"] for d in body["detail"]] == [["body", "seats"]], body

@@ -12,6 +12,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -206,6 +207,41 @@ def test_half_sent_requests_are_dropped_after_the_channel_timeout(served: ServeP
     finally:
         for sock in stalled:
             sock.close()
+
+
+def test_a_json_body_sent_as_a_form_creates_the_game(served: ServeProcess) -> None:
+    # what `curl -d` sends (README): the API reads the body as JSON whatever its type
+    status, _, body = request_json(
+        "POST",
+        f"{served.url}/games",
+        HUMANS,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert status == 201, body
+    assert body["seat"] == "harry" and body["token"]
+
+
+def test_the_first_requests_of_a_fresh_server_in_parallel_all_succeed() -> None:
+    # AI games created at once, before any brain was ever loaded: each gets its brains
+    with ServeProcess("--no-limits") as server:
+        body = {
+            "seats": {"harry": {"kind": "ai", "brain": "planner"}, "voldemort": {"kind": "ai"}},
+            "rules": "standard",
+        }
+        results: list[tuple[int, Any]] = []
+        barrier = threading.Barrier(8)
+
+        def create() -> None:
+            barrier.wait()
+            status, _, reply = request_json("POST", f"{server.url}/games", body, timeout_s=30)
+            results.append((status, reply))
+
+        threads = [threading.Thread(target=create) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert [status for status, _ in results] == [201] * 8, results
 
 
 # ---------------------------------------------------------------- limits

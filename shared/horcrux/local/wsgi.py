@@ -74,13 +74,20 @@ def _own_current_event(module: ModuleType) -> None:
     to_proxy = getattr(app, "_to_proxy_event", None)
     if app is None or to_proxy is None:
         return
+
+    def own_proxy(event: dict[str, Any]) -> Any:
+        # the event `resolve` itself converts (after the app's own rewriting of it)
+        proxy = to_proxy(event)
+        app.current_event = proxy
+        return proxy
+
     resolve = app.resolve
 
     def own_resolve(event: dict[str, Any], context: Any) -> Any:
-        app.current_event = to_proxy(event)
         app.lambda_context = context
         return resolve(event, context)
 
+    app._to_proxy_event = own_proxy
     app.resolve = own_resolve
 
 
