@@ -5,14 +5,22 @@ over moto DynamoDB; AI turns from the turn Lambdas fed by the events table's str
 
 from __future__ import annotations
 
+import io
 import json
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
+from email.message import Message
 from typing import Any
 
 import pytest
 from api_fixtures import ApiClient, Reply, StreamPump, load_handler, moto_tables
 
+from horcrux.local import client as client_module
+from horcrux.local.client import ApiError, HorcruxClient
+from horcrux.local.play import Session
 from horcrux.store import DynamoDbStore
 
 pytestmark = pytest.mark.moto
@@ -281,3 +289,77 @@ def test_a_replayed_idempotency_key_returns_the_first_response_whatever_if_match
     # a new key with the stale If-Match is refused
     other = move(api, gid, token, headers={"If-Match": '"0"', "Idempotency-Key": "click-2"})
     assert other.status == 412 and stored(dynamo, gid) == after
+
+
+# ---------------------------------------------------------------- the terminal client
+class _Answer(io.BytesIO):
+    def __enter__(self) -> _Answer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def through_handler(
+    monkeypatch: pytest.MonkeyPatch, api: ApiClient
+) -> list[urllib.request.Request]:
+    """`HorcruxClient`'s urllib transport replaced by the API handler itself (in process):
+    each request becomes an API Gateway event; every request sent is kept."""
+    sent: list[urllib.request.Request] = []
+
+    def urlopen(request: urllib.request.Request, timeout: float = 0) -> _Answer:
+        sent.append(request)
+        url = urllib.parse.urlsplit(request.full_url)
+        query = dict(urllib.parse.parse_qsl(url.query)) or None
+        headers = {k.lower(): v for k, v in request.header_items()}
+        token = headers.pop("authorization", "")[len("Bearer ") :] or None
+        data = request.data
+        body = data.decode() if isinstance(data, bytes) else None
+        reply = api.call(
+            request.get_method(), url.path, body=body, token=token, headers=headers, query=query
+        )
+        if reply.status >= 400:
+            raise urllib.error.HTTPError(
+                request.full_url, reply.status, "", Message(), io.BytesIO(reply.raw.encode())
+            )
+        return _Answer(reply.raw.encode())
+
+    monkeypatch.setattr(client_module.urllib.request, "urlopen", urlopen)
+    return sent
+
+
+def test_the_terminal_client_sends_if_match_and_rereads_on_412(
+    monkeypatch: pytest.MonkeyPatch, api: ApiClient, dynamo: DynamoDbStore, pump: StreamPump
+) -> None:
+    sent = through_handler(monkeypatch, api)
+    client = HorcruxClient("http://api.test")
+    gid, token = vs_ai(api)
+    out = io.StringIO()
+    session = Session(client, gid, token, "harry", out=out)
+    session.game = client.game(gid, token)
+    assert session._command("search hog") is True
+    assert sent[-1].get_header("If-match") == '"0"'
+    assert session.game["version"] == 1
+    pump.pump()  # the AI answered: version 2, but this session still shows version 1
+    before = stored(dynamo, gid)
+    assert session._command("search azk") is False  # a stale click
+    assert sent[-2].get_header("If-match") == '"1"'
+    assert "412 precondition_failed" in out.getvalue()
+    assert stored(dynamo, gid) == before
+    assert session.game["version"] == 2  # read again after the 412
+    assert session._command("search azk") is True
+    assert sent[-1].get_header("If-match") == '"2"'
+
+
+def test_the_client_creates_and_joins_a_private_game(
+    monkeypatch: pytest.MonkeyPatch, api: ApiClient
+) -> None:
+    through_handler(monkeypatch, api)
+    client = HorcruxClient("http://api.test")
+    created = client.create_game(HUMAN, HUMAN, private=True)
+    gid, invite = created["game_id"], created["invite"]
+    with pytest.raises(ApiError) as refused:
+        client.join(gid, "voldemort")
+    assert (refused.value.status, refused.value.code) == (403, "invite_required")
+    joined = client.join(gid, "voldemort", invite=invite)
+    assert joined["seat"] == "voldemort" and joined["game"]["private"] is True
