@@ -120,7 +120,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
             LobbyStatus, Query(description="open (default), active or over")
         ] = "open",
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
+        cursor: Annotated[
+            str | None, Query(min_length=1, max_length=200, description="from the last page")
+        ] = None,
     ) -> LobbyResponse:
         return service.lobby(limit=limit, cursor=cursor, status=status)
 
