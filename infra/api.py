@@ -87,6 +87,7 @@ class HttpApi(Construct):
                     apigwv2.CorsHttpMethod.OPTIONS,
                 ],
                 allow_headers=list(names.CORS_HEADERS),
+                expose_headers=list(names.CORS_EXPOSE_HEADERS),
                 max_age=Duration.seconds(names.CORS_MAX_AGE_S),
             ),
         )
@@ -95,11 +96,13 @@ class HttpApi(Construct):
             self.handler.function,
             payload_format_version=apigwv2.PayloadFormatVersion.VERSION_2_0,
         )
+        routes: dict[str, apigwv2.HttpRoute] = {}
         for method, path in names.API_ROUTES:
             for route in self.api.add_routes(
                 path=path, methods=[apigwv2.HttpMethod(method)], integration=integration
             ):
                 nag.acknowledge(route, "AwsSolutions-APIG4")
+                routes[f"{method} {path}"] = route
 
         self.access_logs = logs.LogGroup(
             self,
@@ -117,6 +120,17 @@ class HttpApi(Construct):
             ),
             access_log_settings=AccessLogs(self.access_logs),
         )
+        # the L2 stage has no per-route settings: creating games (each may start AI games
+        # and their LLM bill) gets a tighter limit than the stage's default
+        cfn_stage = self.stage.node.default_child
+        assert isinstance(cfn_stage, apigwv2.CfnStage)
+        self.stage.node.add_dependency(routes[names.CREATE_ROUTE])  # the key must exist
+        cfn_stage.route_settings = {
+            names.CREATE_ROUTE: {
+                "ThrottlingRateLimit": settings.create_rate_limit,
+                "ThrottlingBurstLimit": settings.create_burst_limit,
+            }
+        }
 
     @property
     def url(self) -> str:

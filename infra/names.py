@@ -93,7 +93,18 @@ API_ROUTES: Final = (
     ("POST", "/memory/corrections"),
     ("DELETE", "/memory/{agent}"),
 )
-CORS_HEADERS: Final = ("authorization", "content-type", "idempotency-key")
+CORS_HEADERS: Final = (
+    "authorization",
+    "content-type",
+    "idempotency-key",
+    "if-match",
+    "if-none-match",
+)
+CORS_EXPOSE_HEADERS: Final = ("etag", "retry-after")
+"""What a page may read of a response: the game's version (for If-Match) and the wait of a
+429 or 503."""
+CREATE_ROUTE: Final = "POST /games"
+"""Throttled on its own (`create_rate_limit`): each create may start AI games."""
 CORS_MAX_AGE_S: Final = 600
 ACCESS_LOG_FORMAT: Final = json.dumps(
     {
@@ -232,6 +243,8 @@ class Settings:
 
     api_rate_limit: int = 50  # steady requests per second, whole stage
     api_burst_limit: int = 100
+    create_rate_limit: int = 5  # POST /games per second, whole stage (each may start AI games)
+    create_burst_limit: int = 10
     cors_origins: tuple[str, ...] = ("*",)
     # per AI turn function; 0 (default): no reservation, so a new account (whose unreserved
     # concurrency must stay >= 10 out of a low quota) can deploy; opt in with -c
@@ -263,6 +276,8 @@ class Settings:
         return cls(
             api_rate_limit=int(get("apiRateLimit", cls.api_rate_limit)),
             api_burst_limit=int(get("apiBurstLimit", cls.api_burst_limit)),
+            create_rate_limit=int(get("createRateLimit", cls.create_rate_limit)),
+            create_burst_limit=int(get("createBurstLimit", cls.create_burst_limit)),
             cors_origins=tuple(str(o) for o in origins),
             turn_reserved_concurrency=reserved,
             log_retention_days=int(get("logRetentionDays", cls.log_retention_days)),

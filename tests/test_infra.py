@@ -403,6 +403,21 @@ def test_the_api_stage_throttles_and_writes_json_access_logs(
     }
     fields = json.loads(access["Format"])
     assert {"requestId", "status", "routeKey", "ip", "integrationError"} <= set(fields)
+    # creating games (each may start AI games) has a tighter limit of its own
+    assert stage["RouteSettings"] == {
+        "POST /games": {
+            "ThrottlingRateLimit": DEFAULTS.create_rate_limit,
+            "ThrottlingBurstLimit": DEFAULTS.create_burst_limit,
+        }
+    }
+    assert DEFAULTS.create_rate_limit < DEFAULTS.api_rate_limit
+    route_ids = {
+        rid
+        for rid, res in resources(doc, "AWS::ApiGatewayV2::Route").items()
+        if res["Properties"]["RouteKey"] == "POST /games"
+    }
+    stage_id = logical_id(stack, stack.http.stage)
+    assert route_ids and route_ids <= set(doc["Resources"][stage_id].get("DependsOn", []))
 
 
 def test_the_api_allows_a_browser_client(stack: HorcruxStack, doc: Json) -> None:
@@ -410,7 +425,14 @@ def test_the_api_allows_a_browser_client(stack: HorcruxStack, doc: Json) -> None
     cors = api["CorsConfiguration"]
     assert cors["AllowOrigins"] == ["*"]
     assert set(cors["AllowMethods"]) == {"GET", "POST", "DELETE", "OPTIONS"}
-    assert {"authorization", "content-type", "idempotency-key"} <= set(cors["AllowHeaders"])
+    assert {
+        "authorization",
+        "content-type",
+        "idempotency-key",
+        "if-match",
+        "if-none-match",
+    } <= set(cors["AllowHeaders"])
+    assert set(cors["ExposeHeaders"]) == {"etag", "retry-after"}  # read by a page's script
 
 
 def _normalised(path: str) -> str:

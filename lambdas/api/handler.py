@@ -37,8 +37,14 @@ def _idempotency_layer() -> DynamoDBPersistenceLayer:
     # Powertools' idempotency imports boto3 (~90 ms): at the first keyed move, not cold start
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
+    from horcrux.store.dynamodb import client_config
+
     local = store.client if store.settings.endpoint_url else None  # DynamoDB Local / moto
-    return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=local)
+    return DynamoDBPersistenceLayer(
+        table_name=settings.idempotency_table,
+        boto3_client=local,
+        boto_config=None if local else client_config(store.settings),  # timeouts, retries
+    )
 
 
 service = GameService(

@@ -107,6 +107,9 @@ class StoreSettings(_Settings):
     region: str | None = None
     endpoint_url: str | None = None
     ttl_days: float = Field(default=DEFAULT_TTL_DAYS, gt=0)
+    connect_timeout_s: float = Field(default=1.0, gt=0)
+    read_timeout_s: float = Field(default=2.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
 
     @classmethod
     def from_env(cls, env: Env) -> StoreSettings:
@@ -116,6 +119,13 @@ class StoreSettings(_Settings):
             region=_text(env, "AWS_REGION") or _text(env, "AWS_DEFAULT_REGION"),
             endpoint_url=_text(env, "HORCRUX_DYNAMODB_ENDPOINT"),
             ttl_days=_number(env, "HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS, minimum=0, strict=True),
+            connect_timeout_s=_number(
+                env, "HORCRUX_DYNAMODB_CONNECT_TIMEOUT_S", 1.0, minimum=0, strict=True
+            ),
+            read_timeout_s=_number(
+                env, "HORCRUX_DYNAMODB_READ_TIMEOUT_S", 2.0, minimum=0, strict=True
+            ),
+            max_attempts=_integer(env, "HORCRUX_DYNAMODB_MAX_ATTEMPTS", 3, minimum=1),
         )
 
     @property
@@ -131,6 +141,9 @@ class StoreSettings(_Settings):
             games_table=self.games_table,
             region=self.region,
             endpoint_url=self.endpoint_url,
+            connect_timeout_s=self.connect_timeout_s,
+            read_timeout_s=self.read_timeout_s,
+            max_attempts=self.max_attempts,
         )
 
 

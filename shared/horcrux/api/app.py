@@ -45,6 +45,7 @@ from horcrux.api.schemas import ErrorResponse
 from horcrux.errors import HorcruxError, NotYourTurn
 from horcrux.service import GameService, ServiceError
 from horcrux.settings import OperatorSettings
+from horcrux.store.port import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,11 @@ def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Cal
             extra.update(exc.details)
         if isinstance(exc, NotYourTurn):
             extra["to_move"] = exc.expected
+        if isinstance(exc, StoreUnavailable):
+            log.warning("database unavailable (%s): %s", exc.reason, exc.message)
+            return error_response(
+                exc.code, exc.message, retry_after_s=exc.retry_after_s, reason=exc.reason
+            )
         if errors.status_for(exc.code) >= 500:
             log.error("domain error %s: %s", exc.code, exc.message)
         return error_response(exc.code, exc.message, **extra)

@@ -71,6 +71,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "compaction_error": 500,
     # the AI-turn functions only: too little time left, the stream retries the record
     "deadline_too_short": 503,
+    # the database is down, too slow or lost its tables: retry after `Retry-After`
+    "store_unavailable": 503,
 }
 
 THROTTLING_CODES = frozenset(

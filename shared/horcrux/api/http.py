@@ -29,13 +29,14 @@ ERRORS: dict[int, Any] = {
     for status, description in (
         (400, "a body that is not UTF-8 JSON, or nested too deep"),
         (401, "missing or wrong token"),
-        (403, "the other seat's action"),
+        (403, "the other seat's action; a private game's seat without its invite"),
         (404, "no such game (or it expired)"),
         (409, "not your turn / game over / conflict"),
         (413, "body over the limit"),
         (415, "a content type other than JSON (or a charset other than UTF-8)"),
         (422, "invalid request or illegal move"),
         (429, "throttled"),
+        (503, "the database is unavailable; retry after Retry-After seconds"),
     )
 }
 """The error answers every route documents (the body is `ErrorResponse`)."""
@@ -266,9 +267,24 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
-def error_response(code: str, message: str, **extra: Any) -> Response[Any]:
+RETRY_AFTER_S = 1
+"""`Retry-After` of a 429 or 503 that names no other delay."""
+
+
+def error_headers(status: int, retry_after_s: int | None = None) -> dict[str, str] | None:
+    """`WWW-Authenticate` on a 401; `Retry-After` (seconds) on a 429 or 503."""
+    if status == 401:
+        return {"WWW-Authenticate": "Bearer"}
+    if status in (429, 503):
+        return {"Retry-After": str(retry_after_s or RETRY_AFTER_S)}
+    return None
+
+
+def error_response(
+    code: str, message: str, *, retry_after_s: int | None = None, **extra: Any
+) -> Response[Any]:
     status = errors.status_for(code)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = error_headers(status, retry_after_s)
     return json_response(status, errors.error_body(code, message, **extra), headers)
 
 
@@ -276,9 +292,14 @@ def proxy_error(
     code: str, message: str, *, headers: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """An error as a Lambda proxy response (answered before routing)."""
+    status = errors.status_for(code)
     return {
-        "statusCode": errors.status_for(code),
-        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
+        "statusCode": status,
+        "headers": {
+            "Content-Type": content_types.APPLICATION_JSON,
+            **(error_headers(status) or {}),
+            **(headers or {}),
+        },
         "body": errors.error_json(code, message),
         "isBase64Encoded": False,
     }

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from horcrux.errors import HorcruxError
+from horcrux.store.port import StoreUnavailable
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import (
@@ -105,6 +106,7 @@ class IdempotentMoves:
             self.config.register_lambda_context(context)
         from aws_lambda_powertools.utilities.idempotency.exceptions import (
             IdempotencyAlreadyInProgressError,
+            IdempotencyPersistenceLayerError,
             IdempotencyValidationError,
         )
 
@@ -119,3 +121,24 @@ class IdempotentMoves:
             raise IdempotencyInProgress(
                 "a request with this Idempotency-Key is still running"
             ) from None
+        except IdempotencyPersistenceLayerError as exc:
+            unavailable = _unavailable_cause(exc)
+            if unavailable is None:
+                raise
+            raise unavailable from exc
+
+
+def _unavailable_cause(exc: BaseException) -> StoreUnavailable | None:
+    """The database outage behind a persistence-layer error (its cause chain), if any: the
+    idempotency table is as unavailable as the game tables then (503, not 500)."""
+    from horcrux.store.dynamodb import unavailable_error
+
+    seen: BaseException | None = exc.__cause__
+    while seen is not None:
+        if isinstance(seen, StoreUnavailable):
+            return seen
+        found = unavailable_error(seen, "idempotency")
+        if found is not None:
+            return found
+        seen = seen.__cause__
+    return None

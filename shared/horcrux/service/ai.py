@@ -34,6 +34,7 @@ from horcrux.store.port import (
     GameStore,
     NotFound,
     ScopeStore,
+    StoreUnavailable,
 )
 from horcrux.views import harry_view, voldemort_view
 
@@ -113,6 +114,8 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
         return MemoryRead()
     try:
         got = startup(store, *scope)
+    except StoreUnavailable:  # the turn cannot be committed either: fail it, to be retried
+        raise
     except Exception:  # memory must never stop a game
         log.warning("cross-game memory of %s vs %s unavailable", *scope, exc_info=True)
         counts["error"] += 1

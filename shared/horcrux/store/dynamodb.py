@@ -32,6 +32,7 @@ from horcrux.store.port import (
     LobbyPage,
     NotFound,
     Status,
+    StoreUnavailable,
     TurnEvent,
     check_commit,
     check_create,
@@ -47,6 +48,12 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
 
 LOBBY_INDEX = "lobby"
+DEFAULT_CONNECT_TIMEOUT_S = 1.0
+DEFAULT_READ_TIMEOUT_S = 2.0
+DEFAULT_MAX_ATTEMPTS = 3
+UNAVAILABLE_CODES = frozenset(
+    {"InternalServerError", "ServiceUnavailable", "InternalFailure", "ServiceUnavailableException"}
+)
 RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
 
@@ -67,6 +74,13 @@ class DynamoSettings:
     endpoint_url: str | None = field(
         default_factory=lambda: os.environ.get("HORCRUX_DYNAMODB_ENDPOINT") or None
     )
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    """botocore's total attempts per call (its `standard` retry mode: back-off with jitter
+    on throttling, 5xx and connection errors). A database that is down or frozen costs a
+    call at most about `max_attempts * (connect or read timeout)` plus the back-off, far
+    under API Gateway's 30 s, and then `StoreUnavailable`, never a hung request."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,7 @@ class DynamoDbStore:
                 "dynamodb",
                 region_name=self.settings.region,
                 endpoint_url=self.settings.endpoint_url,
+                config=client_config(self.settings),
             )
             self._hook(self._client)
         return self._client
@@ -139,9 +154,15 @@ class DynamoDbStore:
     def _call(self, op: str, *, read: int = 0, written: tuple[int, ...] = (), **kw: Any) -> Any:
         method = "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_")
         start = time.perf_counter()
-        response: dict[str, Any] = getattr(self.client, method)(
-            ReturnConsumedCapacity="TOTAL", **kw
-        )
+        try:
+            response: dict[str, Any] = getattr(self.client, method)(
+                ReturnConsumedCapacity="TOTAL", **kw
+            )
+        except Exception as exc:
+            unavailable = unavailable_error(exc, op)
+            if unavailable is None:
+                raise
+            raise unavailable from exc
         elapsed = time.perf_counter() - start
         if self.recorder is not None:
             sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
@@ -521,6 +542,47 @@ def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#pk": "pk"},
         **extra,
     }
+
+
+def client_config(settings: DynamoSettings) -> Any:
+    """The botocore `Config` of every DynamoDB client of ours (the idempotency layer's too):
+    short timeouts and bounded retries."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=settings.connect_timeout_s,
+        read_timeout=settings.read_timeout_s,
+        retries={"total_max_attempts": settings.max_attempts, "mode": "standard"},
+    )
+
+
+def unavailable_error(exc: BaseException, op: str = "call") -> StoreUnavailable | None:
+    """`StoreUnavailable` if `exc` says the database could not answer (the connection
+    failed or timed out, the table is gone, a server-side fault after the retries); None
+    for anything else (a condition that failed, a throttle, a bad request: the callers')."""
+    from botocore import exceptions as bce
+
+    if isinstance(exc, bce.ConnectTimeoutError | bce.ReadTimeoutError):
+        return StoreUnavailable(
+            f"the database did not answer in time ({op}); retry shortly", reason="timeout"
+        )
+    if isinstance(exc, bce.ConnectionError | bce.HTTPClientError):
+        return StoreUnavailable(
+            f"the database cannot be reached ({op}); retry shortly", reason="unreachable"
+        )
+    code = _error_code(exc)
+    if code == "ResourceNotFoundException":
+        return StoreUnavailable(
+            f"a table is missing ({op}): the database lost its data or the stack is not deployed",
+            reason="tables_missing",
+            retry_after_s=5,
+        )
+    if code in UNAVAILABLE_CODES:
+        return StoreUnavailable(
+            f"the database failed on its side ({code}, {op}); retry shortly",
+            reason="server_error",
+        )
+    return None
 
 
 def _error_code(exc: BaseException) -> str | None:

@@ -72,6 +72,23 @@ class ItemTooLarge(StoreError):
     code = "item_too_large"
 
 
+UnavailableReason = Literal["unreachable", "timeout", "tables_missing", "server_error"]
+
+
+class StoreUnavailable(StoreError):
+    """The database could not answer (after the client's bounded retries): it is down, too
+    slow, lost its tables, or failed on its side. Nothing the caller sent is wrong and
+    nothing was written by this call; retry after `retry_after_s` (the API: 503 with
+    `Retry-After`; a turn function: the stream retries the record)."""
+
+    code = "store_unavailable"
+
+    def __init__(self, message: str, *, reason: UnavailableReason, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.reason: UnavailableReason = reason
+        self.retry_after_s = retry_after_s
+
+
 # ---------------------------------------------------------------- domain types
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
