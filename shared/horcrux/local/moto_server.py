@@ -270,19 +270,17 @@ class DynamoWatch:
         self._thread: threading.Thread | None = None
 
     def _describe(self) -> Any:
-        if self._client is None:
-            import boto3
-            from botocore.config import Config
+        if self._client is None:  # the store's client: short timeouts, one attempt
+            from horcrux.store import DynamoDbStore
+            from horcrux.store.dynamodb import DynamoSettings
 
-            self._client = boto3.client(
-                "dynamodb",
+            settings = DynamoSettings(
                 endpoint_url=self.endpoint,
-                config=Config(
-                    connect_timeout=self.timeout_s,
-                    read_timeout=self.timeout_s,
-                    retries={"total_max_attempts": 1},
-                ),
+                connect_timeout_s=self.timeout_s,
+                read_timeout_s=self.timeout_s,
+                max_attempts=1,
             )
+            self._client = DynamoDbStore(settings).client
         return self._client.describe_table
 
     def check(self) -> DynamoHealth:
