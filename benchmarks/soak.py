@@ -36,6 +36,9 @@ from horcrux.local.harness import ServeProcess
 
 WINDOW = 1000
 POLL_S = 1.0
+AI_WAIT_S = 0.25
+"""A page waiting for the AI's move reads the game again after this long (never a busy
+loop: the web page waits 1 s, backing off when idle)."""
 
 TARGETS = {
     "errors": 0,
@@ -203,7 +206,9 @@ class Page:
                     kind="move",
                 )
                 game = moved["game"] if moved else None
-            else:  # the AI is thinking: read again, as the page's refresh does
+            else:  # the AI is thinking: the page reads again after a short wait (the web
+                # page waits a second; a quarter of one here keeps the load above a page's)
+                time.sleep(AI_WAIT_S)
                 game = self.call("GET", f"/games/{game_id}", token=token, kind="view")
 
     def two_people(self) -> None:
