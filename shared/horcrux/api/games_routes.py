@@ -18,6 +18,7 @@ from horcrux.api.schemas import (
     EventsResponse,
     GameResponse,
     JoinedResponse,
+    JoinRequest,
     LobbyResponse,
     MoveRequest,
     MoveResponse,
@@ -81,8 +82,12 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         responses={200: {"description": "joined"}, **ERRORS},
         tags=["games"],
     )
-    def join(game_id: GameId, seat: Annotated[Seat, Path()]) -> JoinedResponse:
-        return service.join(game_id, seat)
+    def join(
+        game_id: GameId,
+        seat: Annotated[Seat, Path()],
+        body: Annotated[JoinRequest | None, Body()] = None,
+    ) -> JoinedResponse:
+        return service.join(game_id, seat, body.name if body is not None else None)
 
     @router.get(
         "/games/<game_id>",

@@ -42,6 +42,7 @@ from horcrux.local.moto_server import LocalDynamo, start_dynamodb
 from horcrux.models import Seat
 from horcrux.service import GameService, TurnOutcome, TurnRequest
 from horcrux.store.port import SEATS, NotFound
+from horcrux.web import static_response
 
 log = logging.getLogger(__name__)
 
@@ -491,6 +492,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             )
 
     def _dispatch(self, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        if self.command in ("GET", "HEAD"):  # the browser client at / (horcrux.web)
+            page = static_response(self.command, self.path)
+            if page is not None:
+                return page
         if urlsplit(self.path).path == HEALTH_PATH and self.command in ("GET", "HEAD"):
             ai = self.server.api.ai
             return _json(

@@ -150,8 +150,8 @@ class GameService:
     ) -> LobbyResponse:
         return games.lobby(self.store, limit=limit, cursor=cursor, status=status)
 
-    def join(self, game_id: str, seat: Seat) -> JoinedResponse:
-        return JoinedResponse(**self._seated(games.join(self.store, game_id, seat)))
+    def join(self, game_id: str, seat: Seat, name: str | None = None) -> JoinedResponse:
+        return JoinedResponse(**self._seated(games.join(self.store, game_id, seat, name)))
 
     def _seated(self, seated: Seated) -> dict[str, Any]:
         """The game as the seat taken sees it, after the AI seats have played when they

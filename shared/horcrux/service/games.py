@@ -68,6 +68,8 @@ def seat_info(
         if request.brain is not None:
             raise InvalidRequest(f"the {seat} seat is human: it takes no brain", seat=seat)
         return SeatInfo(kind="human")
+    if request.name is not None:
+        raise InvalidRequest(f"the {seat} seat is an AI's: it takes no name", seat=seat)
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
     default = (
         (harry_default or default_harry_brain()) if seat == "harry" else DEFAULT_VOLDEMORT_BRAIN
@@ -111,10 +113,16 @@ def create_game(
         for s in SEATS
     }
     creator = next((s for s in SEATS if seats[s].kind == "human"), None)
+    for s in SEATS:
+        if s != creator and requests[s].kind == "human" and requests[s].name is not None:
+            raise InvalidRequest(
+                f"the {s} seat is free: its name is given by the player who joins it", seat=s
+            )
     token: str | None = None
     if creator is not None:
         token = secrets.token_urlsafe(TOKEN_BYTES)
-        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token))
+        name = requests[creator].name
+        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token), name=name)
     drawn = secrets.randbelow(MAX_SEED + 1) if seed is None else seed
     state, started = engine.new_game(PRESETS[rules], drawn)
     for _ in range(3):  # a 96-bit id collides only by a miracle; retry anyway
@@ -145,6 +153,7 @@ def lobby(
                 status=status,
                 open_seats=list(g.open_seats),
                 created_at=g.created_at,
+                names=dict(g.names),
             )
             for g in page.games
         ],
@@ -152,11 +161,12 @@ def lobby(
     )
 
 
-def join(store: GameStore, game_id: str, seat: Seat) -> Seated:
-    """Take a free human seat; its token is shown once."""
+def join(store: GameStore, game_id: str, seat: Seat, name: str | None = None) -> Seated:
+    """Take a free human seat (under a display name, checked by `JoinRequest`); its token is
+    shown once."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
     try:
-        snapshot = store.join_seat(game_id, seat, hash_token(token))
+        snapshot = store.join_seat(game_id, seat, hash_token(token), name)
     except Conflict as exc:
         if exc.reason != "seat_taken":
             raise MoveConflict(exc.message) from None
