@@ -82,15 +82,16 @@ function describeAction(a) {
     default: return a.type;
   }
 }
+function resultOf(action, observations) {
+  const one = observations.length === 1 ? observations[0] : null;
+  const at = action && (action.location || (action.locations && action.locations.length === 1 && action.locations[0]));
+  if (one && at === one.location) return `${one.outcome}${one.sensor === "hermione" ? " (Hermione)" : ""}`;
+  return observations.map(describeObs).join("; ");
+}
 const describeObs = (o) =>
   o.kind === "search"
     ? `${place(o.location)}: ${o.outcome}${o.sensor === "hermione" ? " (Hermione)" : ""}`
     : `${place(o.location)}: ${o.outcome}`;
-const END_REASON = {
-  all_destroyed: "every Horcrux was destroyed",
-  out_of_attacks: "Harry ran out of attacks",
-  out_of_turns: "the 50 turns ran out",
-};
 
 // ------------------------------------------------------------------ the API
 class ApiError extends Error {
@@ -538,11 +539,11 @@ function renderStale(screen, err) {
         "div",
         { class: "panel" },
         h("h2", {}, "This seat's token is not valid any more"),
-        h("p", {}, "The server refused the token this browser keeps for the game, so nothing can be played with it. Leave the game to forget it; you can still watch as a spectator."),
+        h("p", {}, "The server refused the token this browser keeps for the game, so nothing can be played with it. Leave the game to forget it; you can still watch it from the lobby."),
         h(
           "div",
           { class: "row" },
-          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); route(); } }, "Leave this game"),
+          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game"),
           h("button", { onclick: () => go("#/") }, "Back to the lobby"),
         ),
       ),
@@ -688,7 +689,7 @@ async function play(screen, action) {
     screen.game = r.data.game;
     screen.etag = r.etag;
     const ev = r.data.event;
-    const result = ev && ev.observations && ev.observations.length ? `: ${ev.observations.map(describeObs).join("; ")}` : "";
+    const result = ev && ev.observations && ev.observations.length ? `: ${resultOf(action, ev.observations)}` : "";
     screen.note = { text: `You ${describeAction(action)}${result}.`, kind: "info" };
   } catch (err) {
     if (current !== screen) return;
@@ -779,7 +780,7 @@ function harryPanel(screen) {
       { class: "stats" },
       h("dt", {}, "Attacks left"), h("dd", { "data-testid": "attacks-left" }, String(v.attacks_left)),
       h("dt", {}, "Horcruxes"), h("dd", { "data-testid": "destroyed" }, `${v.horcruxes_destroyed} destroyed, ${v.horcruxes_left} left`),
-      allies.length ? [h("dt", {}, "Allies"), h("dd", {}, allies.length ? "" : "none"), ...allies.map((a) => [h("dt", {}, ""), a])] : [],
+      allies.length ? [h("dt", {}, "Allies"), h("dd", { "data-testid": "allies" }, allies.map((a, i) => [i ? h("br") : null, a.textContent]))] : [],
     ),
     h("p", { class: "muted" }, "Chips: turn and result: + positive, − negative, ⚔ an attack, ★ Dumbledore; H: Hermione's search."),
     toggle,
@@ -803,7 +804,7 @@ function voldemortPanel(screen) {
       h("dt", {}, "Decoys"), h("dd", {}, v.decoy_locations.map(place).join(", ") || "none"),
       h("dt", {}, "Charges"), h("dd", {}, `${v.relocations_left} relocations, ${v.decoys_left} decoys`),
       h("dt", {}, "Harry's attacks"), h("dd", {}, `${v.attacks_left} left; ${v.horcruxes_destroyed} destroyed`),
-      h("dt", {}, "Harry's last move"), h("dd", { "data-testid": "last-harry" }, last ? `turn ${last.turn}: ${describeAction(last.action)} (${last.observations.map(describeObs).join("; ")})` : "none yet"),
+      h("dt", {}, "Harry's last move"), h("dd", { "data-testid": "last-harry" }, last ? `turn ${last.turn}: ${describeAction(last.action)}: ${resultOf(last.action, last.observations)}` : "none yet"),
       h("dt", {}, "His evidence points to"), h("dd", {}, top.length ? top.map(place).join(", ") : "nowhere yet"),
     ),
   );
@@ -812,7 +813,7 @@ function voldemortPanel(screen) {
 function logPanel(screen) {
   const v = screen.game.view;
   const items = [...v.history].reverse().map((rec) =>
-    h("li", {}, `T${rec.turn}: Harry ${describeAction(rec.action)}: ${rec.observations.map(describeObs).join("; ")}`),
+    h("li", {}, `T${rec.turn}: Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`),
   );
   return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ol", { class: "log", reversed: true, "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
 }
@@ -826,7 +827,7 @@ function endPanel(screen) {
     "div",
     { class: "panel end", "data-testid": "end" },
     h("h2", {}, title),
-    h("p", {}, `${seatName(g.winner)} wins: ${END_REASON[g.end_reason] || g.end_reason || ""}.`),
+    h("p", {}, `${seatName(g.winner)} wins: ${g.end_reason || ""}.`),
     h(
       "div",
       { class: "row" },
@@ -947,14 +948,14 @@ function renderReplay(screen) {
   });
   const vmoves = steps.filter((x) => x.actor === "voldemort" && x.action && x.action.type !== "pass");
   const passes = steps.filter((x) => x.actor === "voldemort" && x.action && x.action.type === "pass").length;
-  const what = s.actor === "setup" ? "The Horcruxes are hidden." : `${seatName(s.actor)} ${describeAction(s.action)}${s.observations.length ? `: ${s.observations.map(describeObs).join("; ")}` : ""}.`;
+  const what = s.actor === "setup" ? "The Horcruxes are hidden." : `${seatName(s.actor)} ${describeAction(s.action)}${s.observations.length ? `: ${resultOf(s.action, s.observations)}` : ""}.`;
   show(
     h(
       "section",
       { "data-testid": "replay", class: "replay" },
       messageBox(),
       h("div", { class: "row" }, h("button", { onclick: () => go("#/") }, "Lobby"), h("span", { class: "muted" }, "replay of ", h("code", {}, screen.id), ` · seed ${replay.seed}`)),
-      h("div", { class: "panel end" }, h("h2", {}, `${seatName(replay.winner)} won`), h("p", {}, `${END_REASON[replay.end_reason] || replay.end_reason}. Every move below is revealed.`)),
+      h("div", { class: "panel end" }, h("h2", {}, `${seatName(replay.winner)} won`), h("p", {}, `${cap(replay.end_reason || "")}. Every move below is revealed.`)),
       h("div", { class: "panel" }, h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)), slider, h("p", { class: "muted" }, "← → step, Home / End.")),
       h(
         "div",
@@ -980,10 +981,11 @@ function renderReplay(screen) {
   );
 }
 function entropyChart(screen, steps, beliefs, rules) {
-  const W = 600;
-  const H = 160;
+  const W = 1000;
+  const H = 200;
   const pad = 24;
-  const maxT = rules.max_turns;
+  const lastTurn = steps[steps.length - 1].turn;
+  const maxT = Math.min(rules.max_turns, Math.max(10, lastTurn));
   let points;
   if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
   else {
@@ -997,7 +999,7 @@ function entropyChart(screen, steps, beliefs, rules) {
   const maxE = Math.log2(rules.locations.length);
   const x = (t) => pad + ((W - 2 * pad) * (t - 1)) / Math.max(1, maxT - 1);
   const y = (e) => H - pad - ((H - 2 * pad) * Math.min(e, maxE)) / maxE;
-  const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, "data-testid": "entropy-chart", role: "img", "aria-label": "Harry's uncertainty per turn" });
+  const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "xMidYMid meet", "data-testid": "entropy-chart", role: "img", "aria-label": "Harry's uncertainty per turn" });
   chart.append(svg("line", { class: "axis", x1: pad, y1: H - pad, x2: W - pad, y2: H - pad }), svg("line", { class: "axis", x1: pad, y1: pad, x2: pad, y2: H - pad }));
   for (const st of steps) {
     if (st.actor !== "voldemort" || !st.action || st.action.type === "pass") continue;
