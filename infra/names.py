@@ -235,6 +235,7 @@ OUTPUT_SECRET: Final = "AnthropicSecretArn"
 OUTPUT_OPERATOR_SECRET: Final = "OperatorTokenSecretArn"
 OUTPUT_DASHBOARD: Final = "DashboardName"
 OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
+OUTPUT_WEB_URL: Final = "WebUrl"  # the browser client (CloudFront), infra/web.py
 
 
 # ------------------------------------------------------------------ deploy-time settings

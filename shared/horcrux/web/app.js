@@ -1,6 +1,6 @@
 // Horcrux Hunt in the browser: the lobby, both seats, spectators and the replay, on the
 // public HTTP API only (docs/API.md, docs/WEB.md). No framework, no build step.
-// Safety: every element is built with createElement + text nodes (never innerHTML), so a
+// Safety: every element is built with createElement + text nodes (no HTML is parsed), so a
 // server string (a name, a brain, a message) is always text; seat tokens live in
 // localStorage, are sent only in the Authorization header and never appear in a URL.
 
