@@ -221,6 +221,9 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
     # the reference Voldemort relocates only after a positive at a Horcrux: attacks are safe
     for turn, target in enumerate(truth, start=2):
         _my_turn(page, turn)
+        if turn == 3:  # Harry to move, the evidence map on
+            page.mouse.move(0, 0)
+            _shot(page, "harry-seat")
         if turn == 2:
             page.keyboard.press("a")
             for _ in range(STANDARD.locations.index(target)):
@@ -232,7 +235,6 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
         if turn == 2:
             expect(page.get_by_test_id("destroyed")).to_contain_text("1 destroyed")
             page.get_by_test_id("belief-toggle").click()
-            _shot(page, "harry-seat")
     expect(page.get_by_test_id("end")).to_contain_text("You won!")
     expect(page.get_by_test_id("end")).to_contain_text("every Horcrux destroyed")
     # each move's time from its click to its result painted (pushed on the next frame)

@@ -301,6 +301,19 @@ async function lobbyScreen() {
           {},
           h("div", { class: "panel" }, h("h2", {}, "New game"), h("label", {}, h("span", {}, "Your name"), nameInput), form),
           h("div", { class: "panel" }, h("h2", {}, "Your games"), h("table", {}, mine)),
+          h(
+            "div",
+            { class: "panel" },
+            h("h2", {}, "How to play"),
+            h(
+              "ul",
+              { class: "howto" },
+              h("li", {}, "Harry has 50 turns and 7 attacks to destroy Voldemort's 3 Horcruxes, hidden among 15 locations."),
+              h("li", {}, "Search a location (S): a positive is likely (80%) where something is hidden, but false alarms happen (15%)."),
+              h("li", {}, "Attack (A) where the evidence piles up. Allies: Ron searches two places, Hermione searches sharper, Dumbledore reveals the truth of one place."),
+              h("li", {}, "Voldemort sees everything: he may move a Horcrux (3 times) or plant a decoy (3 times) after Harry's move."),
+            ),
+          ),
         ),
         h(
           "div",
@@ -704,8 +717,7 @@ async function play(screen, action) {
   screen.idle = 0;
   renderGame(screen);
   requestAnimationFrame(() => metrics.moves.push(performance.now() - started));
-  schedule(screen);
-  if (!screen.note || screen.note.kind !== "error") refreshSoon(screen);
+  refreshSoon(screen); // the opponent's reply (or, after a refusal, the game as it is now)
 }
 function refreshSoon(screen) {
   clearTimeout(screen.timer);
