@@ -620,7 +620,11 @@ def test_the_readme_and_api_docs_show_the_create_response_that_runs(api: ApiClie
     keys = re.findall(r'"(\w+)":', shown.group(1))
     assert keys == list(real) == ["game_id", "seat", "token", "game"]
     api_md = (ROOT / "docs" / "API.md").read_text()
-    assert "| `POST /games` | none | 201: `{game_id, seat, token, game}` |" in api_md
+    assert "| `POST /games` | none | 201: `{game_id, seat, token, game}` (+ `invite`" in api_md
+    private = api.call(
+        "POST", "/games", body={"seats": {"harry": HUMAN, "voldemort": HUMAN}, "private": True}
+    )
+    assert list(private.body) == ["game_id", "seat", "token", "game", "invite"]
     for cited in ("GAME.md", "BELIEF.md", "the article"):
         assert cited not in api_md
 

@@ -350,6 +350,30 @@ def test_lobby_lists_games_with_a_free_human_seat_oldest_first(store: Any) -> No
     assert store.load("g2").status == "active"
 
 
+def test_a_private_game_round_trips_its_invite_hash_and_is_never_listed(store: Any) -> None:
+    human = SeatInfo(kind="human")
+    seats = {"harry": human, "voldemort": human}
+    state, started = engine.new_game(CLASSIC, 7)
+    hidden = new_snapshot(
+        "hidden", state, dict(seats), now=T0, ttl_seconds=DAY, invite_hash=hash_token("code")
+    )
+    assert hidden.private and store.create_game(hidden, started) == hidden
+    start_game(store, "shown", CLASSIC, 8, dict(seats), now=T0 + 1, ttl_seconds=DAY)
+    loaded = store.load("hidden")
+    assert loaded == hidden and loaded.invite_hash == hash_token("code") and loaded.private
+    assert not store.load("shown").private and store.load("shown").invite_hash is None
+    assert [g.game_id for g in store.list_open_games().games] == ["shown"]
+    # joined and played, it keeps its hash and stays out of every listing
+    joined = store.join_seat("hidden", "harry", hash_token("a"))
+    joined = store.join_seat("hidden", "voldemort", hash_token("b"))
+    assert joined.invite_hash == hash_token("code") and joined.status == "active"
+    new_state, event = engine.apply(joined.state, Search(location="hogwarts"))
+    committed = store.commit_turn(joined.version, joined.advanced(new_state), event)
+    assert store.load("hidden") == committed and committed.private
+    for status in ("open", "active", "over"):
+        assert "hidden" not in [g.game_id for g in store.list_games(status).games]
+
+
 def test_a_seat_taken_twice_is_a_conflict(store: Any) -> None:
     make_game(store, seats={"harry": SeatInfo(kind="human"), **_ai_voldemort()})
     joined = store.join_seat("g1", "harry", hash_token("alice"))

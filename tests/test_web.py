@@ -439,3 +439,36 @@ def test_a_stale_token_gets_a_clear_message_and_writes_nothing(
     assert refused.value.status == 401
     assert errors == []
     context.close()
+
+
+def test_a_stale_page_plays_nothing_after_the_game_moved_on(
+    served: Served, browser: Browser
+) -> None:
+    """Two tabs of one seat: the second still shows turn 1 when the first has played it and
+    the AI has answered; its click is refused (If-Match: 412), not played as turn 2."""
+    errors: list[str] = []
+    context = _context(browser)
+    first, second = _page(context, errors), _page(context, errors)
+    first.goto(served.url + "/")
+    first.get_by_test_id("seed").fill(str(SEED))
+    first.get_by_test_id("new-game").click()
+    game_id = _game_id(first)
+    token = _token(first, game_id)
+    second.goto(f"{served.url}/#/game/{game_id}")
+    _my_turn(second, 1)  # it polls every 10 s on its own turn: it stays at turn 1 below
+    _my_turn(first, 1)
+    first.get_by_test_id("action-search").click()
+    first.get_by_test_id("loc-hogwarts").click()
+    _my_turn(first, 2)  # the AI Voldemort has answered
+    assert served.client.game(game_id, token)["turn"] == 2
+    expect(second.get_by_test_id("status")).to_contain_text("Turn 1 /")
+    second.get_by_test_id("action-attack").click()
+    second.get_by_test_id("loc-azkaban").click()
+    expect(second.get_by_test_id("message")).to_contain_text("That move was not played")
+    expect(second.get_by_test_id("message")).to_contain_text("precondition_failed")
+    _my_turn(second, 2)  # and it shows the game as it is now
+    game = served.client.game(game_id, token)
+    assert game["turn"] == 2 and game["view"]["attacks_left"] == STANDARD.attacks
+    assert [e["type"] for e in _events(served, game_id, token)].count("harry_moved") == 1
+    assert errors == []
+    context.close()

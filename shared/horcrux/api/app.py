@@ -4,9 +4,14 @@
 * `horcrux.api.memory_routes`: `/memory...` (the operator's cross-game memory routes).
 
 Every error goes through the exception handlers below, which apply ONE map
-(`horcrux.api.errors.STATUS_BY_CODE`). Before routing, the resolver refuses a body over
-`MAX_BODY_BYTES` (413) and one that is not UTF-8 JSON (400), and reads a JSON body
-whatever its `Content-Type` says (curl's `-d` sends `application/x-www-form-urlencoded`).
+(`horcrux.api.errors.STATUS_BY_CODE`). Before routing, the resolver answers a method the
+path does not have (405 with `Allow`) or a path no route has (404), and refuses a body over
+`MAX_BODY_BYTES` (413), a declared content type that is not JSON (415: JSON is accepted
+as `application/json`, `application/*+json`, curl's `application/x-www-form-urlencoded`,
+`text/plain` or no type, with no charset but UTF-8) and a body that is not UTF-8 JSON or
+nests deeper than `MAX_JSON_DEPTH` (400); nothing is written then. After routing it sets
+`Cache-Control` on every response: `no-cache, private` (and `Vary: Authorization`) on a
+successful GET, `no-store` on everything else (tokens, errors, moves).
 """
 
 from __future__ import annotations
@@ -24,7 +29,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.api import errors
 from horcrux.api.games_routes import games_router
-from horcrux.api.http import BadBody, error_response, json_text, proxy_error, raw_body
+from horcrux.api.http import (
+    MAX_JSON_DEPTH,
+    BadBody,
+    check_content_type,
+    error_response,
+    header,
+    json_text,
+    proxy_error,
+    raw_body,
+)
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.memory_routes import memory_router
 from horcrux.api.meta_routes import meta_router
@@ -47,14 +61,21 @@ def _field(loc: Any) -> str:
     return f"{where}.{'.'.join(parts)}" if parts else str(where)
 
 
-def as_json_request(event: Mapping[str, Any]) -> dict[str, Any]:
+NO_STORE = "no-store"
+PRIVATE_VIEW = "no-cache, private"
+
+
+def as_json_request(event: Mapping[str, Any], *, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
     """The event with its body as JSON text and `content-type: application/json`.
 
-    BadBody if the body is not UTF-8 or not JSON. An event without a body is unchanged."""
+    BadBody if the declared content type is not a JSON one (415), the body is not UTF-8,
+    nests deeper than `max_depth` or is not JSON (400). An event without a body is
+    unchanged."""
     body = raw_body(event)
     if not body:
         return dict(event)
-    text = json_text(body)
+    check_content_type(header(event, "content-type"))
+    text = json_text(body, max_depth=max_depth)
     headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
     headers["content-type"] = content_types.APPLICATION_JSON
     return {**event, "headers": headers, "body": text, "isBase64Encoded": False}
@@ -74,11 +95,35 @@ class HorcruxResolver(APIGatewayHttpResolver):
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         response = self._guarded(event, context)
+        _cache_headers(_method(event), response)
         for callback in self.on_response:
             callback(response)
         return response
 
+    def allowed_methods(self, path: str) -> list[str]:
+        """The methods some route serves `path` with (empty: no route has the path)."""
+        path = self._remove_prefix(path)
+        routes = self._static_routes + self._dynamic_routes
+        return sorted({r.method for r in routes if r.rule.match(path)})
+
+    def _no_route(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """405 (with `Allow`) or 404 if no route serves this method and path; else None."""
+        method, path = _method(event), _path(event)
+        allowed = self.allowed_methods(path)
+        if method in allowed:
+            return None
+        if not allowed:
+            return proxy_error("route_not_found", f"no route {method} {path}")
+        return proxy_error(
+            "method_not_allowed",
+            f"{method} is not allowed on {path}; allowed: {', '.join(allowed)}",
+            headers={"Allow": ", ".join(allowed)},
+        )
+
     def _guarded(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        refused = self._no_route(event)
+        if refused is not None:
+            return refused
         size = len(raw_body(event))
         if size > self.max_body_bytes:
             return proxy_error(
@@ -89,6 +134,45 @@ class HorcruxResolver(APIGatewayHttpResolver):
         except BadBody as exc:
             return proxy_error(exc.code, exc.message)
         return super().resolve(request, context)
+
+
+def _integral_bounds(node: Any) -> None:
+    """Integer bounds as JSON integers (Powertools writes `maximum: 9007199254740991.0`)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("maximum", "minimum") and isinstance(value, float) and value.is_integer():
+                node[key] = int(value)
+            else:
+                _integral_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            _integral_bounds(value)
+
+
+def _method(event: Mapping[str, Any]) -> str:
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return str(http.get("method") or event.get("httpMethod") or "GET").upper()
+
+
+def _path(event: Mapping[str, Any]) -> str:
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return str(event.get("rawPath") or http.get("path") or event.get("path") or "/")
+
+
+def _cache_headers(method: str, response: dict[str, Any]) -> None:
+    """`Cache-Control` on every response (unless the route set one): a successful GET is a
+    view for one caller (`no-cache, private`, `Vary: Authorization`); anything else (a
+    token, an error, a move) is `no-store`."""
+    headers = response.get("headers")
+    if not isinstance(headers, dict):
+        headers = response["headers"] = {}
+    if any(k.lower() == "cache-control" for k in headers):
+        return
+    if method in ("GET", "HEAD") and int(response.get("statusCode", 500)) in (200, 304):
+        headers["Cache-Control"] = PRIVATE_VIEW
+        headers["Vary"] = "Authorization"
+    else:
+        headers["Cache-Control"] = NO_STORE
 
 
 def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Callable[..., Any]]:
@@ -174,6 +258,7 @@ def build_app(
             doc = json.loads(text)
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             schemas["ErrorResponse"] = ErrorResponse.model_json_schema()
+            _integral_bounds(doc)
             openapi_cache["doc"] = json.dumps(doc, separators=(",", ":"))
         return Response(
             status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_cache["doc"]
@@ -184,6 +269,8 @@ def build_app(
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "NO_STORE",
+    "PRIVATE_VIEW",
     "HorcruxResolver",
     "as_json_request",
     "build_app",

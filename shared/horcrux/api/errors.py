@@ -2,7 +2,8 @@
 
 Every error answers `{"error": <code>, "message": <text naming the problem>}` (plus a few
 documented extras: `to_move` on `not_your_turn`, `game` on `conflict`, `detail` on
-`validation_error`). Codes are the `code` of `horcrux.errors.HorcruxError` subclasses, or
+`validation_error`, `version`/`turn`/`to_move` on `precondition_failed` and
+`stale_version`). Codes are the `code` of `horcrux.errors.HorcruxError` subclasses, or
 the API's own (`invalid_json`, `payload_too_large`, `route_not_found`, ...).
 """
 
@@ -21,9 +22,13 @@ STATUS_BY_CODE: dict[str, int] = {
     # 403: a valid token playing the other seat's action
     "wrong_seat": 403,
     "forbidden": 403,  # not the operator's token (memory routes), or out of its scope
+    "invite_required": 403,  # a private game's seat, joined without ?invite=
+    "wrong_invite": 403,  # a private game's seat, joined with another game's code
     # 404: no such game (also an expired one), no such route
     "not_found": 404,
     "route_not_found": 404,
+    # 405: the path exists, not with this method (the answer carries `Allow`)
+    "method_not_allowed": 405,
     # 409: the request is fine but the game is not in a state to accept it
     "not_your_turn": 409,
     "game_over": 409,
@@ -32,8 +37,13 @@ STATUS_BY_CODE: dict[str, int] = {
     "waiting_for_player": 409,
     "not_over": 409,
     "idempotency_in_progress": 409,
+    "stale_version": 409,  # ?expected_version= names a version the game is no longer at
+    # 412: `If-Match` names a version the game is no longer at
+    "precondition_failed": 412,
     # 413: a body over the limit
     "payload_too_large": 413,
+    # 415: a declared content type that is not JSON, or a charset other than UTF-8
+    "unsupported_media_type": 415,
     # 422: well-formed JSON that is not an acceptable request or a legal move
     "validation_error": 422,
     "invalid_request": 422,

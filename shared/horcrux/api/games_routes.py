@@ -4,13 +4,21 @@ method, return its typed response."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from horcrux.api.http import ERRORS, Authorization, bearer
+from horcrux.api.http import (
+    ERRORS,
+    Authorization,
+    IfMatch,
+    IfNoneMatch,
+    bearer,
+    etag,
+    etag_versions,
+)
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.schemas import (
     CreatedResponse,
@@ -23,10 +31,17 @@ from horcrux.api.schemas import (
     MoveRequest,
     MoveResponse,
     ReplayResponse,
+    as_action,
 )
 from horcrux.models import Seat
-from horcrux.service import EVENTS_PAGE_MAX, GameService, InvalidRequest, Unauthorized
-from horcrux.service.models import LobbyStatus
+from horcrux.service import (
+    EVENTS_PAGE_MAX,
+    GameService,
+    InvalidRequest,
+    Precondition,
+    Unauthorized,
+)
+from horcrux.service.models import EVENTS_AFTER_MAX, VERSION_MAX, LobbyStatus
 
 GameId = Annotated[str, Path(min_length=1, max_length=128, description="the game's id")]
 IdempotencyKey = Annotated[
@@ -40,8 +55,26 @@ IdempotencyKey = Annotated[
 ]
 
 
-def _json(model: MoveResponse) -> str:
+def _json(model: MoveResponse | GameResponse) -> str:
     return json.dumps(model.as_json(), separators=(",", ":"))
+
+
+PRECONDITION_ERRORS: dict[int, Any] = {
+    412: {
+        "description": "If-Match names another version (the body names the current "
+        "`version`, `turn`, `to_move`); nothing written",
+        "content": ERRORS[409]["content"],
+    }
+}
+
+
+def _preconditions(if_match: str | None, expected_version: int | None) -> list[Precondition]:
+    out: list[Precondition] = []
+    if if_match is not None:
+        out.append(Precondition("if_match", etag_versions(if_match)))
+    if expected_version is not None:
+        out.append(Precondition("expected_version", frozenset({expected_version})))
+    return out
 
 
 def games_router(service: GameService, idempotency: IdempotentMoves | None) -> APIGatewayHttpRouter:
@@ -53,12 +86,28 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         "/games",
         status_code=201,
         summary="create a game; the creator takes the first human seat",
-        responses={201: {"description": "created"}, **ERRORS},
+        responses={
+            201: {
+                "description": "created (`invite` only for a private game)",
+                "content": {"application/json": {"model": CreatedResponse}},
+            },
+            **ERRORS,
+        },
         tags=["games"],
     )
-    def create_game(body: Annotated[CreateGameRequest, Body()]) -> CreatedResponse:
-        return service.create_game(
-            body.seats.harry, body.seats.voldemort, rules=body.rules, seed=body.seed
+    def create_game(body: Annotated[CreateGameRequest, Body()]) -> Response[str]:
+        created = service.create_game(
+            body.seats.harry,
+            body.seats.voldemort,
+            rules=body.rules,
+            seed=body.seed,
+            private=body.private,
+        )
+        return Response(
+            status_code=201,
+            content_type=content_types.APPLICATION_JSON,
+            body=json.dumps(created.as_json(), separators=(",", ":")),
+            headers={"ETag": etag(created.game.version)},
         )
 
     @router.get(
@@ -72,7 +121,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
             LobbyStatus, Query(description="open (default), active or over")
         ] = "open",
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
+        cursor: Annotated[
+            str | None, Query(min_length=1, max_length=200, description="from the last page")
+        ] = None,
     ) -> LobbyResponse:
         return service.lobby(limit=limit, cursor=cursor, status=status)
 
@@ -85,29 +136,61 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def join(
         game_id: GameId,
         seat: Annotated[Seat, Path()],
+        invite: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=64,
+                description="a private game's invite code (from its create response)",
+            ),
+        ] = None,
         body: Annotated[JoinRequest | None, Body()] = None,
     ) -> JoinedResponse:
-        return service.join(game_id, seat, body.name if body is not None else None)
+        name = body.name if body is not None else None
+        return service.join(game_id, seat, invite=invite, name=name)
 
     @router.get(
         "/games/<game_id>",
         summary="the game as your seat sees it (a spectator without a token)",
-        responses={200: {"description": "the game"}, **ERRORS},
+        responses={
+            200: {
+                "description": "the game; `ETag` is its version",
+                "content": {"application/json": {"model": GameResponse}},
+            },
+            304: {"description": "not modified: If-None-Match holds the game's ETag"},
+            **ERRORS,
+        },
         tags=["games"],
         security=[{"bearer": []}, {}],
     )
-    def get_game(game_id: GameId, authorization: Authorization = None) -> GameResponse:
-        return service.game(game_id, bearer(authorization))
+    def get_game(
+        game_id: GameId,
+        authorization: Authorization = None,
+        if_none_match: IfNoneMatch = None,
+    ) -> Response[str]:
+        game = service.game(game_id, bearer(authorization))
+        headers = {"ETag": etag(game.version)}
+        if if_none_match is not None:
+            held = etag_versions(if_none_match, "If-None-Match")
+            if held is None or game.version in held:
+                return Response(status_code=304, body="", headers=headers)
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=_json(game),
+            headers=headers,
+        )
 
     @router.post(
         "/games/<game_id>/moves",
         summary="play your seat's move",
         responses={
             200: {
-                "description": "the move was applied",
+                "description": "the move was applied; `ETag` is the game's version after it",
                 "content": {"application/json": {"model": MoveResponse}},
             },
             **ERRORS,
+            **PRECONDITION_ERRORS,
         },
         tags=["games"],
         security=[{"bearer": []}],
@@ -117,27 +200,53 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         body: Annotated[MoveRequest, Body()],
         authorization: Authorization = None,
         idempotency_key: IdempotencyKey = None,
+        if_match: IfMatch = None,
+        expected_version: Annotated[
+            int | None,
+            Query(
+                ge=0,
+                le=VERSION_MAX,
+                description="the version you last saw, for clients that cannot send "
+                "If-Match: a move at any other version is refused (409 stale_version)",
+            ),
+        ] = None,
     ) -> Response[str]:
         token = bearer(authorization)
         if token is None:
             raise Unauthorized("a move needs 'Authorization: Bearer <token>' of a seat")
+        preconditions = _preconditions(if_match, expected_version)
         auth = service.authenticate(game_id, token)
+        action = as_action(body)
+
+        def run() -> dict[str, Any]:
+            moved = service.move_as(auth, action, preconditions)
+            return {"body": _json(moved), "version": moved.game.version}
+
         if idempotency_key is None:
-            text = _json(service.move_as(auth, body))
+            stored = run()
         else:
             if idempotency is None:
                 raise InvalidRequest("Idempotency-Key is not enabled on this server; omit it")
-            # the stored result is the response's text: a replay answers the same bytes
+            # the stored result is the response's text: a replay answers the same bytes (its
+            # preconditions are not checked again: the key wins, docs/API.md)
             stored = idempotency.run(
                 game_id=game_id,
                 seat=str(auth.seat),
                 key=idempotency_key,
                 move=body.model_dump(mode="json"),
-                run=lambda: {"body": _json(service.move_as(auth, body))},
+                run=run,
                 context=router.lambda_context,
             )
-            text = str(stored["body"])
-        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=text)
+        text = str(stored["body"])
+        version = stored.get("version")
+        if not isinstance(version, int):  # a record stored before the ETag was
+            version = int(json.loads(text)["game"]["version"])
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=text,
+            headers={"ETag": etag(version)},
+        )
 
     @router.get(
         "/games/<game_id>/events",
@@ -148,7 +257,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     )
     def events(
         game_id: GameId,
-        after: Annotated[int, Query(ge=-1, description="events with seq > after")] = -1,
+        after: Annotated[
+            int, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
+        ] = -1,
         limit: Annotated[int, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
         authorization: Authorization = None,
     ) -> EventsResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
 from horcrux.api import errors
-from horcrux.service.errors import Unauthorized
+from horcrux.service.errors import BadRequest, Unauthorized
 
 Authorization = Annotated[
     str | None,
@@ -26,12 +27,13 @@ ERRORS: dict[int, Any] = {
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
     }
     for status, description in (
-        (400, "a body that is not UTF-8 JSON"),
+        (400, "a body that is not UTF-8 JSON, or nested too deep"),
         (401, "missing or wrong token"),
-        (403, "the other seat's action"),
+        (403, "the other seat's action; a private game's seat without its invite"),
         (404, "no such game (or it expired)"),
         (409, "not your turn / game over / conflict"),
         (413, "body over the limit"),
+        (415, "a content type other than JSON (or a charset other than UTF-8)"),
         (422, "invalid request or illegal move"),
         (429, "throttled"),
         (503, "the database is unavailable; retry after Retry-After seconds"),
@@ -48,6 +50,52 @@ def bearer(authorization: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("expected 'Authorization: Bearer <token>'")
     return token.strip()
+
+
+IfMatch = Annotated[
+    str | None,
+    Header(
+        max_length=512,
+        description='the version you last saw, as its ETag (`"7"`), or `*`: a move at any '
+        "other version is refused (412, nothing written)",
+    ),
+]
+IfNoneMatch = Annotated[
+    str | None,
+    Header(
+        max_length=512,
+        description='the ETag you hold (`"7"`): 304 with no body while the game is at it',
+    ),
+]
+
+_ENTITY_TAG = re.compile(r'\s*(W/)?"([^"]*)"\s*')
+
+
+def etag(version: int) -> str:
+    """A game's ETag: its version, quoted (a strong validator)."""
+    return f'"{version}"'
+
+
+def etag_versions(value: str, name: str = "If-Match") -> frozenset[int] | None:
+    """The versions an `If-Match` / `If-None-Match` value names (None: `*`, any version).
+
+    A weak tag (`W/"7"`) names the same version (compared weakly); a well-formed tag the
+    API never issues names none. BadRequest (400) if the value is not `*` or a
+    comma-separated list of quoted tags."""
+    if value.strip() == "*":
+        return None
+    versions: set[int] = set()
+    for part in value.split(","):
+        match = _ENTITY_TAG.fullmatch(part)
+        if match is None:
+            raise BadRequest(
+                f'{name} must be * or quoted ETags such as "7" (the game\'s version); '
+                f"got {value[:80]!r}"
+            )
+        tag = match.group(2)
+        if tag.isdigit() and len(tag) <= 16:
+            versions.add(int(tag))
+    return frozenset(versions)
 
 
 def raw_body(event: Mapping[str, Any]) -> bytes:
@@ -77,15 +125,90 @@ class BadBody(ValueError):
         self.message = message
 
 
-def json_text(body: bytes) -> str:
+MAX_JSON_DEPTH = 32
+"""The deepest nesting a body may have (the API's own bodies are 3 deep)."""
+
+ACCEPTED_TYPES = (
+    "application/json",
+    "application/*+json",
+    "application/x-www-form-urlencoded",
+    "text/plain",
+)
+"""The content types a body may declare (all read as JSON; none declared is fine too):
+`application/x-www-form-urlencoded` is curl's `-d`, `text/plain` a browser's simple
+request."""
+
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian BOM)"),
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian BOM)"),
+    (b"\xef\xbb\xbf", "UTF-8 with a byte order mark"),
+    (b"\xfe\xff", "UTF-16 (big-endian BOM)"),
+    (b"\xff\xfe", "UTF-16 (little-endian BOM)"),
+)
+
+
+def _wide_encoding(body: bytes) -> str | None:
+    """The encoding a body is in if it is UTF-16/32 (by its BOM, or by the NUL bytes an
+    ASCII JSON text has in it: RFC 4627's detection), or UTF-8 with a BOM; else None."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name
+    head = body[:4]
+    if len(head) >= 4 and head[:3] == b"\x00\x00\x00":
+        return "UTF-32 (big-endian)"
+    if len(head) >= 4 and head[1:] == b"\x00\x00\x00":
+        return "UTF-32 (little-endian)"
+    if len(head) >= 2 and head[0] == 0:
+        return "UTF-16 (big-endian)"
+    if len(head) >= 2 and head[1] == 0:
+        return "UTF-16 (little-endian)"
+    return None
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep `text`'s arrays and objects nest, counted by one linear scan that skips
+    strings (and their escapes); it stops as soon as the depth passes `limit`. Nothing is
+    parsed, so a hostile body cannot exhaust the parser's recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def json_text(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> str:
     """The body as JSON text, whatever the request's content type said; BadBody if it is
-    not UTF-8 or not JSON (curl's `-d` sends JSON as `application/x-www-form-urlencoded`)."""
+    not UTF-8 (UTF-16/32, a byte order mark), nested deeper than `max_depth` or not JSON
+    (curl's `-d` sends JSON as `application/x-www-form-urlencoded`)."""
+    wide = _wide_encoding(body)
+    if wide is not None:
+        raise BadBody("invalid_body", f"the body is {wide}, not UTF-8 text; send UTF-8 JSON")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadBody(
             "invalid_body", f"the body is not UTF-8 text (byte {exc.start}); send JSON"
         ) from None
+    if json_depth(text, max_depth) > max_depth:
+        raise BadBody(
+            "invalid_json", f"the body is nested deeper than {max_depth} levels; send flat JSON"
+        )
     try:
         json.loads(text)
     except ValueError as exc:
@@ -94,6 +217,45 @@ def json_text(body: bytes) -> str:
         at = f" at character {pos}" if pos is not None else ""
         raise BadBody("invalid_json", f"the body is not valid JSON: {where}{at}") from None
     return text
+
+
+def _accepted_type(media_type: str) -> bool:
+    if media_type in ("application/json", "application/x-www-form-urlencoded", "text/plain"):
+        return True
+    kind, _, subtype = media_type.partition("/")
+    return kind == "application" and subtype.endswith("+json") and len(subtype) > len("+json")
+
+
+def check_content_type(value: str | None) -> None:
+    """BadBody(`unsupported_media_type`, 415) unless the body's declared type is one of
+    `ACCEPTED_TYPES` (any case, any parameters) with no charset or `charset=utf-8`."""
+    if value is None or not value.strip():
+        return
+    media_type, *params = (part.strip() for part in value.split(";"))
+    media_type = media_type.lower()
+    accepted = ", ".join(ACCEPTED_TYPES)
+    if not _accepted_type(media_type):
+        raise BadBody(
+            "unsupported_media_type",
+            f"content type {media_type!r} is not accepted; send JSON as one of: {accepted}",
+        )
+    for param in params:
+        name, _, raw = param.partition("=")
+        charset = raw.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+            raise BadBody(
+                "unsupported_media_type",
+                f"charset {charset!r} is not accepted; send UTF-8 (charset=utf-8 or none)",
+            )
+
+
+def header(event: Mapping[str, Any], name: str) -> str | None:
+    """A request header's value (names compared case-insensitively; None if absent)."""
+    wanted = name.lower()
+    for key, value in (event.get("headers") or {}).items():
+        if str(key).lower() == wanted:
+            return str(value)
+    return None
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -126,7 +288,9 @@ def error_response(
     return json_response(status, errors.error_body(code, message, **extra), headers)
 
 
-def proxy_error(code: str, message: str) -> dict[str, Any]:
+def proxy_error(
+    code: str, message: str, *, headers: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """An error as a Lambda proxy response (answered before routing)."""
     status = errors.status_for(code)
     return {
@@ -134,6 +298,7 @@ def proxy_error(code: str, message: str) -> dict[str, Any]:
         "headers": {
             "Content-Type": content_types.APPLICATION_JSON,
             **(error_headers(status) or {}),
+            **(headers or {}),
         },
         "body": errors.error_json(code, message),
         "isBase64Encoded": False,
@@ -141,12 +306,21 @@ def proxy_error(code: str, message: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "ACCEPTED_TYPES",
     "ERRORS",
+    "MAX_JSON_DEPTH",
     "Authorization",
     "BadBody",
+    "IfMatch",
+    "IfNoneMatch",
     "bearer",
     "body_size",
+    "check_content_type",
     "error_response",
+    "etag",
+    "etag_versions",
+    "header",
+    "json_depth",
     "json_response",
     "json_text",
     "proxy_error",

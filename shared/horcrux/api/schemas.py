@@ -6,12 +6,13 @@ them as the service built them, re-exported here for the OpenAPI document.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, TypeAdapter
 
-from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search
+from horcrux.models import Ally, AnyAction, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.service.models import (
+    MAX_SEED,
     CreatedResponse,
     EventsResponse,
     GameResponse,
@@ -25,11 +26,49 @@ from horcrux.service.models import (
     SeatRequest,
 )
 
+
+# The engine's actions default `type` (so `Search(location=...)` works); a request must
+# name it, and the OpenAPI document says so: one request model per action, `type` required.
+class SearchMove(Search):
+    type: Literal["search"]
+
+
+class AttackMove(Attack):
+    type: Literal["attack"]
+
+
+class AllyMove(Ally):
+    type: Literal["ally"]
+
+
+class RelocateMove(Relocate):
+    type: Literal["relocate"]
+
+
+class PlantDecoyMove(PlantDecoy):
+    type: Literal["plant_decoy"]
+
+
+class PassMove(Pass):
+    type: Literal["pass"]
+
+
 MoveRequest = Annotated[
-    Search | Attack | Ally | Relocate | PlantDecoy | Pass, Field(discriminator="type")
+    SearchMove | AttackMove | AllyMove | RelocateMove | PlantDecoyMove | PassMove,
+    Field(discriminator="type"),
 ]
 """A move: one Harry action (search, attack, ally) or one Voldemort action (relocate,
-plant_decoy, pass), exactly as in docs/RULES.md."""
+plant_decoy, pass), exactly as in docs/RULES.md; `type` is required."""
+
+_ACTION: TypeAdapter[Any] = TypeAdapter(
+    Annotated[Search | Attack | Ally | Relocate | PlantDecoy | Pass, Field(discriminator="type")]
+)
+
+
+def as_action(move: BaseModel) -> AnyAction:
+    """The engine's action for a validated move request (its own class, not the request's)."""
+    action: AnyAction = _ACTION.validate_python(move.model_dump())
+    return action
 
 
 class _Request(BaseModel):
@@ -44,8 +83,17 @@ class SeatsRequest(_Request):
 class CreateGameRequest(_Request):
     seats: SeatsRequest
     rules: Literal["classic", "standard"] = "standard"
-    seed: int | None = Field(
-        default=None, ge=0, le=2**63 - 1, description="omit to draw one from `secrets`"
+    seed: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SEED,
+        description="an integer (not a string, float or boolean) up to 2**53-1; "
+        "omit to draw one from `secrets`",
+    )
+    private: StrictBool = Field(
+        default=False,
+        description="true: the game is not listed; joining a seat needs the `invite` code "
+        "the create response shows once",
     )
 
 
@@ -73,10 +121,14 @@ class CorrectionRequest(BaseModel):
     text: str = Field(default="", max_length=200)
     kind: Literal["correction", "preference"] = "correction"
     subject: Literal["relocates", "immediate", "plant_top", "note"] = "note"
-    rate: float | None = Field(default=None, ge=0, le=1, description="the rate it asserts")
+    rate: StrictFloat | None = Field(
+        default=None, ge=0, le=1, description="the rate it asserts (a number, not a boolean)"
+    )
 
 
 __all__ = [
+    "AllyMove",
+    "AttackMove",
     "CorrectionRequest",
     "CreateGameRequest",
     "CreatedResponse",
@@ -89,8 +141,13 @@ __all__ = [
     "LobbyResponse",
     "MoveRequest",
     "MoveResponse",
+    "PassMove",
+    "PlantDecoyMove",
+    "RelocateMove",
     "ReplayResponse",
+    "SearchMove",
     "SeatPublic",
     "SeatRequest",
     "SeatsRequest",
+    "as_action",
 ]

@@ -54,8 +54,8 @@ class HorcruxClient:
     ) -> Any:
         """One call; the decoded JSON answer, or `ApiError` / `ApiUnavailable`."""
         url = self.base_url + path
-        if query:
-            pairs = {k: str(v) for k, v in query.items() if v is not None}
+        pairs = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        if pairs:
             url += "?" + urllib.parse.urlencode(pairs)
         data = None
         sent: dict[str, str] = {"accept": "application/json", **(headers or {})}
@@ -89,13 +89,17 @@ class HorcruxClient:
         *,
         rules: str | None = None,
         seed: int | None = None,
+        private: bool = False,
     ) -> Payload:
-        """`POST /games`: `{game_id, seat, token, game}` (the token is shown once)."""
+        """`POST /games`: `{game_id, seat, token, game}` (the token is shown once; a
+        `private` game's answer adds its `invite` code, shown once too)."""
         body: Payload = {"seats": {"harry": dict(harry), "voldemort": dict(voldemort)}}
         if rules is not None:
             body["rules"] = rules
         if seed is not None:
             body["seed"] = seed
+        if private:
+            body["private"] = True
         result: Payload = self.request("POST", "/games", body=body)
         return result
 
@@ -105,8 +109,11 @@ class HorcruxClient:
         )
         return result
 
-    def join(self, game_id: str, seat: str) -> Payload:
-        result: Payload = self.request("POST", f"/games/{_q(game_id)}/seats/{_q(seat)}")
+    def join(self, game_id: str, seat: str, *, invite: str | None = None) -> Payload:
+        """`POST /games/{id}/seats/{seat}` (a private game's with `?invite=`)."""
+        result: Payload = self.request(
+            "POST", f"/games/{_q(game_id)}/seats/{_q(seat)}", query={"invite": invite}
+        )
         return result
 
     def free_seats(self, game_id: str) -> list[str]:
@@ -129,9 +136,14 @@ class HorcruxClient:
         action: Mapping[str, Any],
         *,
         idempotency_key: str | None = None,
+        version: int | None = None,
     ) -> Payload:
-        """`POST /games/{id}/moves`; pass `idempotency_key="auto"` for a fresh key."""
-        headers = {}
+        """`POST /games/{id}/moves`; pass `idempotency_key="auto"` for a fresh key and
+        `version` (the game's version you last saw) to send `If-Match`: the move is then
+        refused (412 `precondition_failed`) if the game has moved on."""
+        headers: dict[str, str] = {}
+        if version is not None:
+            headers["if-match"] = f'"{version}"'
         if idempotency_key is not None:
             key = uuid.uuid4().hex if idempotency_key == "auto" else idempotency_key
             headers["idempotency-key"] = key

@@ -443,10 +443,16 @@ class Session:
             self.say(f"! {exc}")
             return False
         try:
-            reply = self.client.move(self.game_id, self.token, action, idempotency_key="auto")
+            reply = self.client.move(
+                self.game_id,
+                self.token,
+                action,
+                idempotency_key="auto",
+                version=self.game.get("version"),  # If-Match: never a turn it did not see
+            )
         except ApiError as exc:
             self.say(f"! {exc.status} {exc.code}: {exc.message}")
-            if exc.status == 409:  # the game moved on: read it again
+            if exc.status in (409, 412):  # the game moved on: read it again
                 self.game = self.client.game(self.game_id, self.token)
             return False
         self.game = reply["game"]

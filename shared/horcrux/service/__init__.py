@@ -20,21 +20,26 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from horcrux.models import AnyAction, Seat
 from horcrux.service import ai, games, moves, projection
 from horcrux.service.ai import ECHO_KEY, MadeBrain, MemoryRead, make_brain, rebuilt_from_view
 from horcrux.service.errors import (
+    BadRequest,
     DeadlineTooShort,
     InvalidRequest,
+    InviteRequired,
     MoveConflict,
     NotOver,
+    PreconditionFailed,
     SeatTaken,
     ServiceError,
+    StaleVersion,
     Unauthorized,
     WaitingForPlayer,
+    WrongInvite,
     WrongSeat,
 )
 from horcrux.service.games import Seated, default_harry_brain
@@ -57,6 +62,7 @@ from horcrux.service.models import (
     TurnOutcome,
     TurnRequest,
 )
+from horcrux.service.moves import Precondition
 from horcrux.service.projection import action_seat, legal_moves, project_event
 from horcrux.store.port import GameSnapshot, GameStore, ScopeStore
 
@@ -130,8 +136,10 @@ class GameService:
         *,
         rules: str = DEFAULT_RULES,
         seed: int | None = None,
+        private: bool = False,
     ) -> CreatedResponse:
-        """A new game; the creator takes the first human seat and gets its token, once."""
+        """A new game; the creator takes the first human seat and gets its token, once (a
+        `private` game: and its invite code, once; it is never listed)."""
         seated = games.create_game(
             self.store,
             harry,
@@ -142,16 +150,21 @@ class GameService:
             ttl_seconds=self.ttl_seconds,
             harry_default=self.harry_default,
             brain_settings=self.brain_settings(),
+            private=private,
         )
-        return CreatedResponse(**self._seated(seated))
+        return CreatedResponse(**self._seated(seated), invite=seated.invite)
 
     def lobby(
         self, limit: int = 20, cursor: str | None = None, *, status: LobbyStatus = "open"
     ) -> LobbyResponse:
         return games.lobby(self.store, limit=limit, cursor=cursor, status=status)
 
-    def join(self, game_id: str, seat: Seat, name: str | None = None) -> JoinedResponse:
-        return JoinedResponse(**self._seated(games.join(self.store, game_id, seat, name)))
+    def join(
+        self, game_id: str, seat: Seat, *, invite: str | None = None, name: str | None = None
+    ) -> JoinedResponse:
+        """Take a free human seat (a private game's with its `invite` code), under `name`."""
+        seated = games.join(self.store, game_id, seat, invite, name=name)
+        return JoinedResponse(**self._seated(seated))
 
     def _seated(self, seated: Seated) -> dict[str, Any]:
         """The game as the seat taken sees it, after the AI seats have played when they
@@ -168,13 +181,26 @@ class GameService:
         }
 
     # ------------------------------------------------------------ a person's move
-    def move(self, game_id: str, token: str | None, action: AnyAction) -> MoveResponse:
-        """The caller's move: one read, checks, one transaction (nothing written on error)."""
-        return self.move_as(self.authenticate(game_id, token), action)
+    def move(
+        self,
+        game_id: str,
+        token: str | None,
+        action: AnyAction,
+        preconditions: Sequence[Precondition] = (),
+    ) -> MoveResponse:
+        """The caller's move: one read, checks, one transaction (nothing written on error).
 
-    def move_as(self, auth: Authenticated, action: AnyAction) -> MoveResponse:
+        `preconditions`: the versions it may be played at (`moves.Precondition`)."""
+        return self.move_as(self.authenticate(game_id, token), action, preconditions)
+
+    def move_as(
+        self,
+        auth: Authenticated,
+        action: AnyAction,
+        preconditions: Sequence[Precondition] = (),
+    ) -> MoveResponse:
         """`move` for an already authenticated caller (the API's idempotent path)."""
-        moved = moves.play_move(self.store, auth, action)
+        moved = moves.play_move(self.store, auth, action, preconditions)
         committed = moved.snapshot
         if self.inline_ai:
             self.dispatch(committed.game_id)
@@ -232,6 +258,7 @@ __all__ = [
     "ECHO_KEY",
     "EVENTS_PAGE_MAX",
     "Authenticated",
+    "BadRequest",
     "BrainSettings",
     "CreatedResponse",
     "DeadlineTooShort",
@@ -239,6 +266,7 @@ __all__ = [
     "GameResponse",
     "GameService",
     "InvalidRequest",
+    "InviteRequired",
     "JoinedResponse",
     "LobbyResponse",
     "MadeBrain",
@@ -246,15 +274,19 @@ __all__ = [
     "MoveConflict",
     "MoveResponse",
     "NotOver",
+    "Precondition",
+    "PreconditionFailed",
     "ReplayResponse",
     "SeatRequest",
     "SeatTaken",
     "ServiceError",
     "ServiceResponse",
+    "StaleVersion",
     "TurnOutcome",
     "TurnRequest",
     "Unauthorized",
     "WaitingForPlayer",
+    "WrongInvite",
     "WrongSeat",
     "action_seat",
     "default_harry_brain",

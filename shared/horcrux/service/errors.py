@@ -29,6 +29,12 @@ class WrongSeat(ServiceError):
     code = "wrong_seat"
 
 
+class BadRequest(ServiceError):
+    """A malformed request header (e.g. an `If-Match` that is not a list of ETags: 400)."""
+
+    code = "bad_request"
+
+
 class InvalidRequest(ServiceError):
     """A well-formed request the service cannot accept (seats, brains: 422)."""
 
@@ -53,6 +59,32 @@ class MoveConflict(ServiceError):
     code = "conflict"
 
 
+class PreconditionFailed(ServiceError):
+    """`If-Match` names a version the game is no longer at (412); the details name the
+    current `version`, `turn` and `to_move`. Nothing was written."""
+
+    code = "precondition_failed"
+
+
+class StaleVersion(ServiceError):
+    """`?expected_version=` names a version the game is no longer at (409); the details
+    name the current `version`, `turn` and `to_move`. Nothing was written."""
+
+    code = "stale_version"
+
+
+class InviteRequired(ServiceError):
+    """Joining a private game's seat without its invite code (403)."""
+
+    code = "invite_required"
+
+
+class WrongInvite(ServiceError):
+    """Joining a private game's seat with a code that is not its invite (403)."""
+
+    code = "wrong_invite"
+
+
 class NotOver(ServiceError):
     """The replay is released only after the end (409)."""
 
@@ -66,13 +98,18 @@ class DeadlineTooShort(ServiceError):
 
 
 __all__ = [
+    "BadRequest",
     "DeadlineTooShort",
     "InvalidRequest",
+    "InviteRequired",
     "MoveConflict",
     "NotOver",
+    "PreconditionFailed",
     "SeatTaken",
     "ServiceError",
+    "StaleVersion",
     "Unauthorized",
     "WaitingForPlayer",
+    "WrongInvite",
     "WrongSeat",
 ]

@@ -2,11 +2,14 @@
 
 Each function reads at most one snapshot and writes at most one item or transaction, so a
 refused request (an unknown brain, a taken seat) writes nothing. A new seat's token is
-`secrets.token_urlsafe(32)`, returned once; the store keeps only its SHA-256.
+`secrets.token_urlsafe(32)`, returned once; the store keeps only its SHA-256. So does a
+private game's invite code (`secrets.token_urlsafe(16)`): its SHA-256 is stored, the code
+is shown once, and joining one of its seats needs it.
 """
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,11 +20,18 @@ from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.errors import HorcruxError, UnknownBrain
 from horcrux.models import Seat
 from horcrux.rules import PRESETS
-from horcrux.service.errors import InvalidRequest, MoveConflict, SeatTaken
+from horcrux.service.errors import (
+    InvalidRequest,
+    InviteRequired,
+    MoveConflict,
+    SeatTaken,
+    WrongInvite,
+)
 from horcrux.service.models import (
     DEFAULT_HARRY_BRAIN,
     DEFAULT_RULES,
     DEFAULT_VOLDEMORT_BRAIN,
+    INVITE_BYTES,
     MAX_SEED,
     TOKEN_BYTES,
     LobbyGame,
@@ -48,6 +58,8 @@ class Seated:
     seat: Seat | None
     token: str | None
     snapshot: GameSnapshot
+    invite: str | None = None
+    """A private game's invite code (create only), shown once."""
 
 
 def default_harry_brain() -> str:
@@ -99,8 +111,10 @@ def create_game(
     ttl_seconds: int | None = None,
     harry_default: str | None = None,
     brain_settings: Mapping[str, Any] | None = None,
+    private: bool = False,
 ) -> Seated:
-    """A new game; the creator takes the first human seat and gets its token, once."""
+    """A new game; the creator takes the first human seat and gets its token, once (and,
+    for a `private` game, its invite code, once)."""
     if rules not in PRESETS:
         raise InvalidRequest(f"unknown rules {rules!r}; known: {', '.join(PRESETS)}")
     if seed is not None and not 0 <= seed <= MAX_SEED:
@@ -123,11 +137,20 @@ def create_game(
         token = secrets.token_urlsafe(TOKEN_BYTES)
         name = requests[creator].name
         seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token), name=name)
+    invite = secrets.token_urlsafe(INVITE_BYTES) if private else None
+    invite_hash = hash_token(invite) if invite is not None else None
     drawn = secrets.randbelow(MAX_SEED + 1) if seed is None else seed
     state, started = engine.new_game(PRESETS[rules], drawn)
     for _ in range(3):  # a 96-bit id collides only by a miracle; retry anyway
         game_id = secrets.token_urlsafe(12)
-        snapshot = new_snapshot(game_id, state, seats, now=clock(), ttl_seconds=ttl_seconds)
+        snapshot = new_snapshot(
+            game_id,
+            state,
+            seats,
+            now=clock(),
+            ttl_seconds=ttl_seconds,
+            invite_hash=invite_hash,
+        )
         try:
             store.create_game(snapshot, started)
             break
@@ -136,7 +159,7 @@ def create_game(
                 raise
     else:  # pragma: no cover
         raise RuntimeError("could not draw a free game id")
-    return Seated(game_id, creator, token, snapshot)
+    return Seated(game_id, creator, token, snapshot, invite)
 
 
 def lobby(
@@ -161,9 +184,31 @@ def lobby(
     )
 
 
-def join(store: GameStore, game_id: str, seat: Seat, name: str | None = None) -> Seated:
-    """Take a free human seat (under a display name, checked by `JoinRequest`); its token is
-    shown once."""
+def check_invite(snapshot: GameSnapshot, invite: str | None) -> None:
+    """A private game's seat needs its invite code (InviteRequired, WrongInvite); a public
+    game's needs nothing (a code given is ignored)."""
+    if snapshot.invite_hash is None:
+        return
+    if invite is None or not invite:
+        raise InviteRequired(
+            f"game {snapshot.game_id} is private: join with ?invite=<the creator's code>"
+        )
+    if len(invite) > 256 or not hmac.compare_digest(snapshot.invite_hash, hash_token(invite)):
+        raise WrongInvite(f"that is not the invite code of game {snapshot.game_id}")
+
+
+def join(
+    store: GameStore,
+    game_id: str,
+    seat: Seat,
+    invite: str | None = None,
+    *,
+    name: str | None = None,
+) -> Seated:
+    """Take a free human seat (of a private game: with its invite code), under a display
+    name (checked by `JoinRequest`); its token is shown once. The invite is checked on a
+    read first (it never changes), the seat is taken by the store's conditional write."""
+    check_invite(store.load(game_id), invite)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     try:
         snapshot = store.join_seat(game_id, seat, hash_token(token), name)
@@ -174,4 +219,12 @@ def join(store: GameStore, game_id: str, seat: Seat, name: str | None = None) ->
     return Seated(game_id, seat, token, snapshot)
 
 
-__all__ = ["Seated", "create_game", "default_harry_brain", "join", "lobby", "seat_info"]
+__all__ = [
+    "Seated",
+    "check_invite",
+    "create_game",
+    "default_harry_brain",
+    "join",
+    "lobby",
+    "seat_info",
+]

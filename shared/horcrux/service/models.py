@@ -22,8 +22,16 @@ DEFAULT_RULES: RulesName = "standard"
 DEFAULT_HARRY_BRAIN = DEFAULT_HARRY
 DEFAULT_VOLDEMORT_BRAIN = "reference"
 TOKEN_BYTES = 32
+INVITE_BYTES = 16
+"""A private game's invite code: `secrets.token_urlsafe(16)` (128 bits), shown once."""
 MAX_TOKEN_CHARS = 256
-MAX_SEED = 2**63 - 1
+MAX_SEED = 2**53 - 1
+"""The largest seed: an integer JSON (and JavaScript) renders exactly."""
+VERSION_MAX = 10**6
+"""The largest game version a request may name (`?expected_version=`); a game's version
+moves once per move or join, so a few hundred at most."""
+EVENTS_AFTER_MAX = 10**6
+"""The largest `after` of an events page (a game has at most a few hundred events)."""
 EVENTS_PAGE_MAX = 200
 REPLAY_PAGE = 1000
 DEADLINE_FLOOR_S = 0.5
@@ -181,6 +189,9 @@ class GameResponse(ServiceResponse):
     seats: dict[str, SeatPublic]
     winner: Seat | None = None
     end_reason: str | None = None
+    private: bool = Field(
+        default=False, description="unlisted; a seat is joined with the invite code only"
+    )
     view: dict[str, Any] = Field(description="horcrux.views.view_for(state, your_seat)")
     legal: dict[str, Any] | None = Field(
         default=None, description="your legal action set, when it is your turn"
@@ -192,11 +203,25 @@ class CreatedResponse(ServiceResponse):
     seat: Seat | None = Field(description="the seat the creator holds (None: AI vs AI)")
     token: str | None = Field(description="the seat's bearer token, shown only this once")
     game: GameResponse
+    invite: str | None = Field(
+        default=None,
+        description="a private game's invite code (pass it as ?invite= to join a seat), "
+        "shown only this once; absent for a public game",
+    )
+
+    def as_json(self) -> Payload:
+        """A public game's answer has no `invite` key (it is unchanged by private games)."""
+        data = super().as_json()
+        if data.get("invite") is None:
+            data.pop("invite", None)
+        return data
 
 
-class JoinedResponse(CreatedResponse):
-    seat: Seat
-    token: str
+class JoinedResponse(ServiceResponse):
+    game_id: str
+    seat: Seat = Field(description="the seat joined")
+    token: str = Field(description="the seat's bearer token, shown only this once")
+    game: GameResponse
 
 
 class LobbyGame(ServiceResponse):
@@ -250,7 +275,11 @@ __all__ = [
     "DEFAULT_HARRY_BRAIN",
     "DEFAULT_RULES",
     "DEFAULT_VOLDEMORT_BRAIN",
+    "EVENTS_AFTER_MAX",
     "EVENTS_PAGE_MAX",
+    "INVITE_BYTES",
+    "MAX_SEED",
+    "VERSION_MAX",
     "Authenticated",
     "BeliefPointResponse",
     "BeliefTop",

@@ -2,16 +2,32 @@
 
 Nothing is written when a check fails (a spectator, the game over, a free seat, out of
 turn, the other seat's action, an illegal action) or when another move committed first.
+
+A move may carry preconditions: the game version its player last saw (`If-Match` or
+`?expected_version=` at the API). They are checked first, against the snapshot read, and
+the commit is conditional on that same version, so a double click applies at most one
+turn: the second click fails its precondition (412 / 409), either at the check or, if
+both clicks read the same version, when its commit loses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from horcrux import engine
 from horcrux.errors import GameOver, NotYourTurn
 from horcrux.models import AnyAction, Seat
-from horcrux.service.errors import MoveConflict, Unauthorized, WaitingForPlayer, WrongSeat
+from horcrux.service.errors import (
+    MoveConflict,
+    PreconditionFailed,
+    ServiceError,
+    StaleVersion,
+    Unauthorized,
+    WaitingForPlayer,
+    WrongSeat,
+)
 from horcrux.service.models import Authenticated
 from horcrux.service.projection import action_seat, game_view
 from horcrux.store.port import Conflict, GameSnapshot, GameStore, TurnEvent
@@ -24,6 +40,45 @@ class Moved:
     seat: Seat
     event: TurnEvent
     snapshot: GameSnapshot
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """The versions a move may be played at: `If-Match` (`versions` None: `*`, any) or
+    `?expected_version=` (one version)."""
+
+    source: Literal["if_match", "expected_version"]
+    versions: frozenset[int] | None
+
+    def holds(self, version: int) -> bool:
+        return self.versions is None or version in self.versions
+
+    def refusal(self, current: GameSnapshot) -> ServiceError:
+        """The error naming where the game is now (`version`, `turn`, `to_move`)."""
+        state = current.state
+        to_move = None if state.over else state.phase
+        where = f"version {current.version}, turn {state.turn}, " + (
+            f"{to_move} to move" if to_move else "over"
+        )
+        details = {"version": current.version, "turn": state.turn, "to_move": to_move}
+        wanted = ", ".join(str(v) for v in sorted(self.versions or ()))
+        if self.source == "if_match":
+            return PreconditionFailed(
+                f"If-Match names version {wanted}; the game is at {where}: reload it and "
+                "play from there (your move was not applied)",
+                **details,
+            )
+        return StaleVersion(
+            f"expected_version is {wanted}; the game is at {where}: reload it and play "
+            "from there (your move was not applied)",
+            **details,
+        )
+
+
+def check_preconditions(snapshot: GameSnapshot, preconditions: Sequence[Precondition]) -> None:
+    for precondition in preconditions:
+        if not precondition.holds(snapshot.version):
+            raise precondition.refusal(snapshot)
 
 
 def check_move(auth: Authenticated, action: AnyAction) -> Seat:
@@ -50,8 +105,16 @@ def check_move(auth: Authenticated, action: AnyAction) -> Seat:
     return seat
 
 
-def play_move(store: GameStore, auth: Authenticated, action: AnyAction) -> Moved:
-    """Apply and commit the caller's move (IllegalAction, MoveConflict: nothing written)."""
+def play_move(
+    store: GameStore,
+    auth: Authenticated,
+    action: AnyAction,
+    preconditions: Sequence[Precondition] = (),
+) -> Moved:
+    """Apply and commit the caller's move (PreconditionFailed, StaleVersion, IllegalAction,
+    MoveConflict: nothing written)."""
+    if auth.seat is not None:  # a spectator is refused by `check_move` (401) first
+        check_preconditions(auth.snapshot, preconditions)
     seat = check_move(auth, action)
     snapshot = auth.snapshot
     new_state, event = engine.apply(snapshot.state, action)
@@ -60,6 +123,7 @@ def play_move(store: GameStore, auth: Authenticated, action: AnyAction) -> Moved
         committed = store.commit_turn(snapshot.version, after, event)
     except Conflict as exc:
         current = exc.current or store.load(snapshot.game_id)
+        check_preconditions(current, preconditions)  # the version moved: a 412 / 409 if given
         raise MoveConflict(
             f"another move was committed first (game now at version {current.version}, "
             f"{current.phase} to move); yours was not applied",
@@ -68,4 +132,4 @@ def play_move(store: GameStore, auth: Authenticated, action: AnyAction) -> Moved
     return Moved(seat, event, committed)
 
 
-__all__ = ["Moved", "check_move", "play_move"]
+__all__ = ["Moved", "Precondition", "check_move", "check_preconditions", "play_move"]

@@ -135,6 +135,7 @@ def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
         seats=seats,
         winner=state.winner,
         end_reason=state.end_reason,
+        private=snapshot.private,
         view=view_for(state, seat).model_dump(mode="json"),
         legal=legal_moves(state, seat) if seat is not None else None,
     )

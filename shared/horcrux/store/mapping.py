@@ -123,10 +123,14 @@ def encode_snapshot(snapshot: GameSnapshot) -> Item:
         item["belief"] = {"M": {k: {"B": bytes(v)} for k, v in sorted(snapshot.beliefs.items())}}
     if snapshot.belief_history:
         item["bpt"] = {"B": encode_point(snapshot.belief_history[-1])}
+    if snapshot.invite_hash is not None:
+        item["inv"] = {"S": snapshot.invite_hash}
     # the lobby index, by status (`open`, `active`, `over`): the lobby and the game history;
-    # its keys and projected attributes change only when the status does, not per move
-    item["lobby"] = {"S": snapshot.status}
-    item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
+    # its keys and projected attributes change only when the status does, not per move.
+    # A private game has no lobby keys: the sparse index never holds it.
+    if snapshot.invite_hash is None:
+        item["lobby"] = {"S": snapshot.status}
+        item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
     if snapshot.open_seats:
         item["open_seats"] = {"SS": list(snapshot.open_seats)}
     names = {s: {"S": i.name} for s, i in snapshot.seats.items() if i.name is not None}
@@ -152,6 +156,7 @@ def decode_snapshot(item: Item) -> GameSnapshot:
         belief_history=history,
         created_at=float(item["created"]["N"]),
         expires_at=int(item["ttl"]["N"]),
+        invite_hash=item["inv"]["S"] if "inv" in item else None,
     )
 
 

@@ -159,6 +159,11 @@ class GameSnapshot(_Frozen):
     belief_history: tuple[BeliefPoint, ...] = Field(default=(), max_length=BELIEF_HISTORY_MAX)
     created_at: float
     expires_at: int = Field(description="epoch seconds; the game's every item expires then")
+    invite_hash: str | None = Field(
+        default=None,
+        description="sha256 of a private game's invite code (None: a public game); a "
+        "private game is never listed (`list_games`)",
+    )
 
     @field_validator("seats")
     @classmethod
@@ -178,6 +183,11 @@ class GameSnapshot(_Frozen):
     @property
     def rules_name(self) -> str:
         return self.state.rules.name
+
+    @property
+    def private(self) -> bool:
+        """Unlisted: its seats are joined with the invite code only."""
+        return self.invite_hash is not None
 
     @property
     def open_seats(self) -> tuple[Seat, ...]:
@@ -285,8 +295,9 @@ class GameStore(Protocol):
         ...
 
     def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
-        """Games with this status (`open`, `active`, `over`), oldest first (expired ones
-        skipped): the lobby and the game history. `list_open_games` is `list_games("open")`."""
+        """Public games with this status (`open`, `active`, `over`), oldest first (expired
+        and private ones skipped): the lobby and the game history. `list_open_games` is
+        `list_games("open")`."""
         ...
 
     def join_seat(
@@ -374,8 +385,10 @@ def new_snapshot(
     *,
     now: float | None = None,
     ttl_seconds: int | None = None,
+    invite_hash: str | None = None,
 ) -> GameSnapshot:
-    """The version-0 snapshot of a new game, expiring `ttl_seconds` after `now`."""
+    """The version-0 snapshot of a new game, expiring `ttl_seconds` after `now` (private
+    if `invite_hash` is given: `hash_token(invite)`)."""
     created = time.time() if now is None else now
     ttl = ttl_seconds_from_env() if ttl_seconds is None else ttl_seconds
     return GameSnapshot(
@@ -384,6 +397,7 @@ def new_snapshot(
         state=state,
         created_at=created,
         expires_at=int(created) + ttl,
+        invite_hash=invite_hash,
     )
 
 

@@ -9,6 +9,8 @@ const NAME_KEY = "horcrux.name.v1";
 const POLL_MS = [250, 500, 1000, 1000, 1000, 2000, 4000, 8000]; // by idle polls, then 8 s
 const LOBBY_POLL_MS = [5000, 5000, 10000];
 const metrics = (window.horcruxMetrics = { moves: [] });
+// this tab's part of an Idempotency-Key: a double click here replays, another tab is its own
+const TAB = Math.random().toString(36).slice(2, 10);
 
 let API = window.location.origin;
 let brains = null;
@@ -696,7 +698,7 @@ async function play(screen, action) {
       token: screen.token,
       body: action,
       // the version this page last saw: a stale page (or a second click) cannot play a turn
-      headers: { "if-match": `"${version}"`, "idempotency-key": `web-${g.your_seat}-v${version}` },
+      headers: { "if-match": `"${version}"`, "idempotency-key": `web-${TAB}-${g.your_seat}-v${version}` },
     });
     if (current !== screen) return;
     screen.game = r.data.game;
