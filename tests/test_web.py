@@ -329,6 +329,7 @@ def test_two_people_play_and_a_spectator_sees_only_harrys_view(
     voldemort.keyboard.press("d")
     voldemort.get_by_test_id("loc-hogwarts").click()
     expect(voldemort.get_by_test_id("loc-hogwarts")).to_contain_text("DECOY")
+    voldemort.mouse.move(0, 0)
     _shot(voldemort, "voldemort-seat")
     # turn 2: Harry searches Hogwarts; Voldemort moves the Horcrux of Azkaban
     _my_turn(harry, 2)
