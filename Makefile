@@ -15,7 +15,7 @@ SEAT   ?= harry
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
-	@echo "make serve      the HTTP API on 127.0.0.1:$(PORT), DynamoDB from moto"
+	@echo "make serve      the game in the browser and the HTTP API on http://127.0.0.1:$(PORT)/, DynamoDB from moto"
 	@echo "make demo       replay one game turn by turn and simulate $(GAMES) games"
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
 	@echo "make bench      print the benchmarks' figures"

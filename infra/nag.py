@@ -44,6 +44,41 @@ REASONS: dict[str, str] = {
         "(docs/DEPLOY.md): a rotation Lambda cannot hand a new token to a person. Rotating "
         "is storing a new digest; the API refuses the old token within 300 s."
     ),
+    # the browser client's hosting (infra/web.py)
+    "AwsSolutions-S1": (
+        "The web client's bucket holds only the public page's static files, written by the "
+        "stack's own deployment; it is private (reached only by CloudFront through origin "
+        "access control), so its server access log would record CloudFront's reads alone."
+    ),
+    "AwsSolutions-CFR1": (
+        "A game anyone may play from anywhere: no geographic restriction is wanted for a "
+        "static page whose API authenticates every move with a per-game seat token."
+    ),
+    "AwsSolutions-CFR2": (
+        "No WAF web ACL: the distribution serves a few static files from a private bucket; "
+        "the API behind the page is throttled by its own stage (rate, burst, POST /games). "
+        "A web ACL costs a monthly fee a small game deployment should not carry by default."
+    ),
+    "AwsSolutions-CFR3": (
+        "No CloudFront access logs: the page's files are static and public; the API's own "
+        "access log (JSON, per request) records every call the page makes to the game."
+    ),
+    "AwsSolutions-CFR4": (
+        "The distribution uses the default *.cloudfront.net certificate (no custom domain), "
+        "for which CloudFront cannot enforce a minimum TLS version; the viewer policy "
+        "redirects HTTP to HTTPS and HSTS is sent. A custom domain would set TLSv1.2_2021."
+    ),
+    "AwsSolutions-IAM5[web]": (
+        "The role of aws-cdk-lib's BucketDeployment handler: its grants are the construct's "
+        "own, s3 Get/List/Put/Delete object actions (wildcarded action names) on the site "
+        "bucket's objects and on the CDK asset bucket's objects, plus "
+        "cloudfront:CreateInvalidation/GetInvalidation, which take no resource ARN ('*'); "
+        "nothing else."
+    ),
+    "AwsSolutions-L1[web]": (
+        "The runtime of aws-cdk-lib's BucketDeployment handler is chosen by aws-cdk-lib (it "
+        "ships the handler code); it moves with the library's version, not with ours."
+    ),
 }
 
 

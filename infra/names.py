@@ -49,7 +49,7 @@ GAMES_SK: Final = "sk"  # S
 LOBBY_INDEX: Final = "lobby"
 LOBBY_PK: Final = "lobby"
 LOBBY_SK: Final = "lobby_sk"
-LOBBY_PROJECTION: Final = ("rules", "open_seats", "created", "ttl")
+LOBBY_PROJECTION: Final = ("rules", "open_seats", "created", "ttl", "names")
 TTL_ATTRIBUTE: Final = "ttl"
 IDEMPOTENCY_PK: Final = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE: Final = "expiration"
@@ -88,6 +88,7 @@ API_ROUTES: Final = (
     ("GET", "/games/{id}/events"),
     ("GET", "/games/{id}/replay"),
     ("GET", "/openapi.json"),
+    ("GET", "/brains"),  # the AI brains per seat (the browser client's new-game form)
     # ECHO's operator routes (docs/ECHO.md)
     ("GET", "/memory/{agent}"),
     ("POST", "/memory/corrections"),
@@ -234,6 +235,7 @@ OUTPUT_SECRET: Final = "AnthropicSecretArn"
 OUTPUT_OPERATOR_SECRET: Final = "OperatorTokenSecretArn"
 OUTPUT_DASHBOARD: Final = "DashboardName"
 OUTPUT_ALARM_TOPIC: Final = "AlarmTopicArn"
+OUTPUT_WEB_URL: Final = "WebUrl"  # the browser client (CloudFront), infra/web.py
 
 
 # ------------------------------------------------------------------ deploy-time settings

@@ -24,6 +24,7 @@ from infra.monitoring import Monitoring
 from infra.names import Settings
 from infra.storage import Storage
 from infra.turns import StreamConsumers
+from infra.web import WebHosting
 
 
 class HorcruxStack(Stack):
@@ -75,6 +76,7 @@ class HorcruxStack(Stack):
             llm_layer=self.layers.llm,
             secret=self.secret,
         )
+        self.web = WebHosting(self, "Web", settings=settings, api_url=self.http.url)
         self.functions = [self.http.handler, *self.consumers.functions.values()]
         self.monitoring = Monitoring(
             self,
@@ -106,6 +108,7 @@ class HorcruxStack(Stack):
                 "CloudWatch dashboard",
             ),
             names.OUTPUT_ALARM_TOPIC: (self.monitoring.topic.topic_arn, "alarm notifications"),
+            names.OUTPUT_WEB_URL: (self.web.url, "open this in a browser to play"),
         }
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -87,6 +87,7 @@ FILE_MARKS = {
     "test_infra.py": "synth",
     "test_layer.py": "synth",
     "test_local.py": "server",
+    "test_web.py": "server",
 }
 """Whole files of one tier."""
 SLOW_TESTS = {

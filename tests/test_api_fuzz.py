@@ -155,7 +155,7 @@ def test_no_operation_answers_a_5xx_or_breaks_its_schema(
     schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
     game_id, token = _real_game(app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 10, [op.label for op in operations]
+    assert len(operations) == 11, [op.label for op in operations]  # GET /brains is the 11th
     started = time.monotonic()
     tried: dict[str, int] = {}
     statuses: dict[int, int] = {}
@@ -176,6 +176,15 @@ def test_no_operation_answers_a_5xx_or_breaks_its_schema(
     seconds = time.monotonic() - started
     cases = sum(tried.values())
     print(f"fuzzed {cases} cases in {seconds:.1f} s; statuses {sorted(statuses.items())}")
-    assert all(n >= MAX_EXAMPLES // 2 for n in tried.values()), tried
+    # an operation without parameters or body (GET /brains) has one distinct case only
+    fixed = {
+        op.label
+        for op in operations
+        if op.method.upper() == "GET" and "{" not in op.path and not list(op.query)
+    }
+    assert fixed == {"GET /brains"}, fixed
+    assert all(n >= (1 if label in fixed else MAX_EXAMPLES // 2) for label, n in tried.items()), (
+        tried
+    )
     assert not [s for s in statuses if s >= 500], statuses
     assert seconds < BUDGET_S * 2, seconds

@@ -128,7 +128,13 @@ def test_the_games_table_has_the_sparse_lobby_index_and_ttl(stack: HorcruxStack,
         {"AttributeName": "lobby_sk", "KeyType": "RANGE"},
     ]
     assert index["Projection"]["ProjectionType"] == "INCLUDE"
-    assert set(index["Projection"]["NonKeyAttributes"]) == {"rules", "open_seats", "created", "ttl"}
+    assert set(index["Projection"]["NonKeyAttributes"]) == {
+        "rules",
+        "open_seats",
+        "created",
+        "ttl",
+        "names",
+    }
 
 
 def test_the_store_and_the_infra_agree_on_the_lobby_index() -> None:

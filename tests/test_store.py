@@ -575,3 +575,31 @@ def test_item_size_counts_names_and_values_as_dynamodb_does() -> None:
     assert capacity.item_size({"l": {"L": [{"BOOL": True}, {"NULL": True}]}}) == 1 + 3 + 2 + 2
     assert capacity.read_units(4096) == 1.0 and capacity.read_units(4097) == 2.0
     assert capacity.write_units(1025, transactional=True) == 4.0
+
+
+def test_display_names_are_stored_on_seats_and_projected_into_the_lobby(store: Any) -> None:
+    alice = SeatInfo(kind="human", token_hash=hash_token("a"), name="Zoë O'Brien")
+    start_game(
+        store, "g1", CLASSIC, 1, {"harry": alice, "voldemort": SeatInfo(kind="human")}, now=T0
+    )
+    loaded = store.load("g1")
+    assert loaded.seats["harry"].name == "Zoë O'Brien" and loaded.seats["voldemort"].name is None
+    (entry,) = store.list_games("open").games
+    assert entry.names == {"harry": "Zoë O'Brien"}
+    joined = store.join_seat("g1", "voldemort", hash_token("b"), "Tom")
+    assert joined.seats["voldemort"] == SeatInfo(
+        kind="human", token_hash=hash_token("b"), name="Tom"
+    )
+    assert store.load("g1") == joined
+    (entry,) = store.list_games("active").games
+    assert entry.names == {"harry": "Zoë O'Brien", "voldemort": "Tom"}
+    # a join without a name stores none; an AI seat or a free seat cannot carry one
+    start_game(
+        store, "g2", CLASSIC, 2, {"harry": SeatInfo(kind="human"), **_ai_voldemort()}, now=T0
+    )
+    assert store.join_seat("g2", "harry", hash_token("c")).seats["harry"].name is None
+    assert store.list_games("active").games[1].names == {}
+    with pytest.raises(ValueError, match="only a taken human seat has a name"):
+        SeatInfo(kind="ai", brain="reference", name="Bot")
+    with pytest.raises(ValueError, match="only a taken human seat has a name"):
+        SeatInfo(kind="human", name="Nobody yet")

@@ -41,6 +41,7 @@ from horcrux.api.http import (
 )
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.memory_routes import memory_router
+from horcrux.api.meta_routes import meta_router
 from horcrux.api.schemas import ErrorResponse
 from horcrux.errors import HorcruxError, NotYourTurn
 from horcrux.service import GameService, ServiceError
@@ -241,6 +242,7 @@ def build_app(
     app.exception_handler_manager.update_exception_handlers(exception_handlers(app))
     app.include_router(games_router(service, idempotency))
     app.include_router(memory_router(service, operator or OperatorSettings()))
+    app.include_router(meta_router())
     openapi_cache: dict[str, str] = {}
 
     @app.get("/openapi.json", include_in_schema=False)

@@ -26,6 +26,7 @@ from horcrux.api.schemas import (
     EventsResponse,
     GameResponse,
     JoinedResponse,
+    JoinRequest,
     LobbyResponse,
     MoveRequest,
     MoveResponse,
@@ -143,8 +144,10 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
                 description="a private game's invite code (from its create response)",
             ),
         ] = None,
+        body: Annotated[JoinRequest | None, Body()] = None,
     ) -> JoinedResponse:
-        return service.join(game_id, seat, invite=invite)
+        name = body.name if body is not None else None
+        return service.join(game_id, seat, invite=invite, name=name)
 
     @router.get(
         "/games/<game_id>",

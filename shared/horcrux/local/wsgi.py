@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from horcrux.api.errors import error_json, status_for
 from horcrux.local.ai_turns import AiTurns, FakeLambdaContext
+from horcrux.web import static_response
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -405,6 +406,9 @@ class ApiGatewayWsgi:
             if status == 503:
                 headers["Retry-After"] = str(RETRY_AFTER_S)
             return status, headers, json.dumps(payload).encode()
+        page = static_response(method, path)  # the browser client at / (horcrux.web)
+        if page is not None:
+            return page
         client = str(environ.get("REMOTE_ADDR") or "unknown")
         kind = limit_kind(method, path)
         if self.limiter is not None and kind is not None:

@@ -159,9 +159,12 @@ class GameService:
     ) -> LobbyResponse:
         return games.lobby(self.store, limit=limit, cursor=cursor, status=status)
 
-    def join(self, game_id: str, seat: Seat, *, invite: str | None = None) -> JoinedResponse:
-        """Take a free human seat (a private game's with its `invite` code)."""
-        return JoinedResponse(**self._seated(games.join(self.store, game_id, seat, invite)))
+    def join(
+        self, game_id: str, seat: Seat, *, invite: str | None = None, name: str | None = None
+    ) -> JoinedResponse:
+        """Take a free human seat (a private game's with its `invite` code), under `name`."""
+        seated = games.join(self.store, game_id, seat, invite, name=name)
+        return JoinedResponse(**self._seated(seated))
 
     def _seated(self, seated: Seated) -> dict[str, Any]:
         """The game as the seat taken sees it, after the AI seats have played when they

@@ -80,6 +80,8 @@ def seat_info(
         if request.brain is not None:
             raise InvalidRequest(f"the {seat} seat is human: it takes no brain", seat=seat)
         return SeatInfo(kind="human")
+    if request.name is not None:
+        raise InvalidRequest(f"the {seat} seat is an AI's: it takes no name", seat=seat)
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
     default = (
         (harry_default or default_harry_brain()) if seat == "harry" else DEFAULT_VOLDEMORT_BRAIN
@@ -125,10 +127,16 @@ def create_game(
         for s in SEATS
     }
     creator = next((s for s in SEATS if seats[s].kind == "human"), None)
+    for s in SEATS:
+        if s != creator and requests[s].kind == "human" and requests[s].name is not None:
+            raise InvalidRequest(
+                f"the {s} seat is free: its name is given by the player who joins it", seat=s
+            )
     token: str | None = None
     if creator is not None:
         token = secrets.token_urlsafe(TOKEN_BYTES)
-        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token))
+        name = requests[creator].name
+        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token), name=name)
     invite = secrets.token_urlsafe(INVITE_BYTES) if private else None
     invite_hash = hash_token(invite) if invite is not None else None
     drawn = secrets.randbelow(MAX_SEED + 1) if seed is None else seed
@@ -168,6 +176,7 @@ def lobby(
                 status=status,
                 open_seats=list(g.open_seats),
                 created_at=g.created_at,
+                names=dict(g.names),
             )
             for g in page.games
         ],
@@ -188,14 +197,21 @@ def check_invite(snapshot: GameSnapshot, invite: str | None) -> None:
         raise WrongInvite(f"that is not the invite code of game {snapshot.game_id}")
 
 
-def join(store: GameStore, game_id: str, seat: Seat, invite: str | None = None) -> Seated:
-    """Take a free human seat (of a private game: with its invite code); its token is
-    shown once. The invite is checked on a read first (it never changes), the seat is
-    taken by the store's conditional write."""
+def join(
+    store: GameStore,
+    game_id: str,
+    seat: Seat,
+    invite: str | None = None,
+    *,
+    name: str | None = None,
+) -> Seated:
+    """Take a free human seat (of a private game: with its invite code), under a display
+    name (checked by `JoinRequest`); its token is shown once. The invite is checked on a
+    read first (it never changes), the seat is taken by the store's conditional write."""
     check_invite(store.load(game_id), invite)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     try:
-        snapshot = store.join_seat(game_id, seat, hash_token(token))
+        snapshot = store.join_seat(game_id, seat, hash_token(token), name)
     except Conflict as exc:
         if exc.reason != "seat_taken":
             raise MoveConflict(exc.message) from None

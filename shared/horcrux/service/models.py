@@ -9,9 +9,9 @@ add or drop a field of a view. The models are also the OpenAPI document's schema
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from horcrux.agents.base import DEFAULT_HARRY
 from horcrux.models import Seat
@@ -42,6 +42,40 @@ Payload = dict[str, Any]
 
 
 # ---------------------------------------------------------------- requests
+NAME_MAX_CHARS = 32
+NAME_PUNCTUATION = " -_.'"
+NAME_RULE = (
+    f"a name is 1-{NAME_MAX_CHARS} characters (after trimming spaces): letters, digits, "
+    "spaces and - _ . '"
+)
+
+
+def checked_name(value: str) -> str:
+    """A player's display name, trimmed; ValueError naming the rule (and the first bad
+    character) otherwise. Letters are any script's letters; nothing else is markup-capable."""
+    name = value.strip()
+    if not 1 <= len(name) <= NAME_MAX_CHARS:
+        raise ValueError(f"{NAME_RULE}; got {len(name)} characters")
+    bad = next(
+        (
+            c
+            for c in name
+            if not (c.isalpha() or (c.isascii() and c.isdigit()) or c in NAME_PUNCTUATION)
+        ),
+        None,
+    )
+    if bad is not None:
+        raise ValueError(f"{NAME_RULE}; {bad!r} is not allowed")
+    return name
+
+
+PlayerName = Annotated[
+    str,
+    Field(max_length=256, description=NAME_RULE),
+    AfterValidator(checked_name),
+]
+
+
 class SeatRequest(BaseModel):
     """Who plays a seat: a person, or an AI brain by spec (`planner`, `naive:16`)."""
 
@@ -55,6 +89,17 @@ class SeatRequest(BaseModel):
         pattern=r"^[A-Za-z0-9_.:-]+$",
         description="an AI seat's brain spec; default planner (Harry) / reference (Voldemort)",
     )
+    name: PlayerName | None = Field(
+        default=None, description="the creator's display name (the seat the creator takes)"
+    )
+
+
+class JoinRequest(BaseModel):
+    """`POST /games/{id}/seats/{seat}`'s optional body: the joining player's name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: PlayerName | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +174,7 @@ class SeatPublic(ServiceResponse):
     kind: Literal["human", "ai"]
     taken: bool
     brain: str | None = None
+    name: str | None = Field(default=None, description="a person's display name, if given")
 
 
 class GameResponse(ServiceResponse):
@@ -184,6 +230,7 @@ class LobbyGame(ServiceResponse):
     status: LobbyStatus = Field(description="open (a human seat is free), active or over")
     open_seats: list[Seat]
     created_at: float
+    names: dict[str, str] = Field(default_factory=dict, description="seat -> display name")
 
 
 class LobbyResponse(ServiceResponse):
@@ -239,6 +286,7 @@ __all__ = [
     "CreatedResponse",
     "EventsResponse",
     "GameResponse",
+    "JoinRequest",
     "JoinedResponse",
     "LobbyGame",
     "LobbyResponse",

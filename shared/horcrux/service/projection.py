@@ -119,6 +119,7 @@ def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
             kind=snapshot.seats[s].kind,
             taken=not snapshot.seats[s].free,
             brain=snapshot.seats[s].brain,
+            name=snapshot.seats[s].name,
         )
         for s in SEATS
     }

@@ -193,7 +193,7 @@ class DynamoDbStore:
                         "KeySchema": _key_schema("lobby", "lobby_sk"),
                         "Projection": {
                             "ProjectionType": "INCLUDE",
-                            "NonKeyAttributes": ["rules", "open_seats", "created", "ttl"],
+                            "NonKeyAttributes": ["rules", "open_seats", "created", "ttl", "names"],
                         },
                     }
                 ],
@@ -409,10 +409,12 @@ class DynamoDbStore:
         more = "LastEvaluatedKey" in response
         return common.lobby_page(raw, limit, self._clock(), more=more)
 
-    def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
+    def join_seat(
+        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+    ) -> GameSnapshot:
         current = self.load(game_id)
         for _ in range(JOIN_ATTEMPTS):
-            after = joined(current, seat, token_hash)
+            after = joined(current, seat, token_hash, name)
             item = mapping.encode_snapshot(after)
             put = self._snapshot_put(item, current.version)
             failed = self._conditional_put(put, (capacity.item_size(item),))

@@ -89,6 +89,8 @@ def _encode_seat(info: SeatInfo) -> Item:
         out["brain"] = {"S": info.brain}
     if info.token_hash is not None:
         out["tok"] = {"S": info.token_hash}
+    if info.name is not None:
+        out["name"] = {"S": info.name}
     return {"M": out}
 
 
@@ -98,6 +100,7 @@ def _decode_seat(value: Item) -> SeatInfo:
         kind=m["kind"]["S"],
         brain=m["brain"]["S"] if "brain" in m else None,
         token_hash=m["tok"]["S"] if "tok" in m else None,
+        name=m["name"]["S"] if "name" in m else None,
     )
 
 
@@ -130,6 +133,9 @@ def encode_snapshot(snapshot: GameSnapshot) -> Item:
         item["lobby_sk"] = {"S": lobby_sort_key(snapshot)}
     if snapshot.open_seats:
         item["open_seats"] = {"SS": list(snapshot.open_seats)}
+    names = {s: {"S": i.name} for s, i in snapshot.seats.items() if i.name is not None}
+    if names:  # the players' display names, projected into the lobby index
+        item["names"] = {"M": names}
     return item
 
 
@@ -154,12 +160,18 @@ def decode_snapshot(item: Item) -> GameSnapshot:
     )
 
 
+def _decode_names(item: Item) -> dict[Seat, str]:
+    stored = item.get("names", {"M": {}})["M"]
+    return {seat: stored[seat]["S"] for seat in SEATS if seat in stored}
+
+
 def decode_lobby_entry(item: Item) -> LobbyEntry:
     return LobbyEntry(
         game_id=game_id_of(item["pk"]["S"]),
         rules_name=item["rules"]["S"],
         open_seats=tuple(s for s in SEATS if s in item.get("open_seats", {"SS": []})["SS"]),
         created_at=float(item["created"]["N"]),
+        names=_decode_names(item),
     )
 
 

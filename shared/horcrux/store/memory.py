@@ -143,10 +143,12 @@ class MemoryStore:
             lobby = [i for i in lobby if i["lobby_sk"]["S"] > cursor]
         return common.lobby_page(lobby[: limit + 1], limit, now)
 
-    def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
+    def join_seat(
+        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+    ) -> GameSnapshot:
         for _ in range(JOIN_ATTEMPTS):
             current = self.load(game_id)
-            after = joined(current, seat, token_hash)
+            after = joined(current, seat, token_hash, name)
             item = mapping.encode_snapshot(after)
             with self._lock:
                 self.op_counts["PutItem"] += 1

@@ -100,6 +100,7 @@ class SeatInfo(_Frozen):
     kind: Literal["human", "ai"]
     brain: str | None = Field(default=None, description="brain spec (`naive:8`) of an AI seat")
     token_hash: str | None = Field(default=None, description="sha256 of the player's token")
+    name: str | None = Field(default=None, max_length=32, description="a person's display name")
 
     @model_validator(mode="after")
     def _consistent(self) -> SeatInfo:
@@ -109,6 +110,8 @@ class SeatInfo(_Frozen):
             raise ValueError("an AI seat has no token")
         if self.kind == "human" and self.brain is not None:
             raise ValueError("a human seat has no brain")
+        if self.name is not None and (self.kind == "ai" or self.token_hash is None):
+            raise ValueError("only a taken human seat has a name")
         return self
 
     @property
@@ -247,6 +250,7 @@ class LobbyEntry(_Frozen):
     rules_name: str
     open_seats: tuple[Seat, ...]
     created_at: float
+    names: dict[Seat, str] = Field(default_factory=dict)
 
 
 class LobbyPage(_Frozen):
@@ -296,9 +300,11 @@ class GameStore(Protocol):
         `list_games("open")`."""
         ...
 
-    def join_seat(self, game_id: str, seat: Seat, token_hash: str) -> GameSnapshot:
-        """Take a free human seat (version + 1). Conflict(`seat_taken`) if it is not free;
-        NotFound if the game is missing or expired."""
+    def join_seat(
+        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+    ) -> GameSnapshot:
+        """Take a free human seat (version + 1), under the display `name` if one is given.
+        Conflict(`seat_taken`) if it is not free; NotFound if the game is missing or expired."""
         ...
 
 
@@ -413,7 +419,9 @@ def check_create(snapshot: GameSnapshot, started: GameStarted) -> None:
         raise ValueError("a new game has version 0, state seq 0 and a game_started seq 0")
 
 
-def joined(current: GameSnapshot, seat: Seat, token_hash: str) -> GameSnapshot:
+def joined(
+    current: GameSnapshot, seat: Seat, token_hash: str, name: str | None = None
+) -> GameSnapshot:
     """The snapshot with `seat` taken by `token_hash`; Conflict if the seat is not free."""
     if not token_hash:
         raise ValueError("token_hash must not be empty")
@@ -421,7 +429,8 @@ def joined(current: GameSnapshot, seat: Seat, token_hash: str) -> GameSnapshot:
     if not info.free:
         who = "an AI" if info.kind == "ai" else "another player"
         raise Conflict(f"the {seat} seat is taken by {who}", reason="seat_taken", current=current)
-    seats = {**current.seats, seat: info.model_copy(update={"token_hash": token_hash})}
+    taken = SeatInfo(kind="human", token_hash=token_hash, name=name)
+    seats = {**current.seats, seat: taken}
     return current.model_copy(update={"seats": seats, "version": current.version + 1})
 
 

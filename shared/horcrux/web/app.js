@@ -1,0 +1,1041 @@
+// Horcrux Hunt in the browser: the lobby, both seats, spectators and the replay, on the
+// public HTTP API only (docs/API.md, docs/WEB.md). No framework, no build step.
+// Safety: every element is built with createElement + text nodes (no HTML is parsed), so a
+// server string (a name, a brain, a message) is always text; seat tokens live in
+// localStorage, are sent only in the Authorization header and never appear in a URL.
+
+const SEATS_KEY = "horcrux.seats.v1";
+const NAME_KEY = "horcrux.name.v1";
+const POLL_MS = [250, 500, 1000, 1000, 1000, 2000, 4000, 8000]; // by idle polls, then 8 s
+const LOBBY_POLL_MS = [5000, 5000, 10000];
+const metrics = (window.horcruxMetrics = { moves: [] });
+// this tab's part of an Idempotency-Key: a double click here replays, another tab is its own
+const TAB = Math.random().toString(36).slice(2, 10);
+
+let API = window.location.origin;
+let brains = null;
+let current = null; // the screen on show: {kind, id, timer, ...}
+
+// ------------------------------------------------------------------ DOM helpers
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "heat") el.style.setProperty("--heat", String(value));
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : String(kid));
+  }
+  return el;
+}
+const svg = (tag, attrs) => {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  return el;
+};
+const root = () => document.getElementById("app");
+function show(...nodes) {
+  root().replaceChildren(...nodes);
+}
+function message(text, kind = "error") {
+  const box = document.querySelector("[data-testid=message]");
+  if (!box) return;
+  box.className = `msg ${text ? kind : ""}`;
+  box.textContent = text || "";
+}
+const messageBox = () => h("div", { class: "msg", "data-testid": "message", role: "status" });
+
+// ------------------------------------------------------------------ names of things
+const SPECIAL = { "godrics-hollow": "Godric's Hollow", "spinners-end": "Spinner's End" };
+const place = (slug) =>
+  SPECIAL[slug] ||
+  String(slug)
+    .split("-")
+    .map((w) => (w === "of" ? w : w.charAt(0).toUpperCase() + w.slice(1)))
+    .join(" ");
+const seatName = (s) => (s === "harry" ? "Harry" : s === "voldemort" ? "Voldemort" : "spectator");
+const cap = (s) => String(s).charAt(0).toUpperCase() + String(s).slice(1);
+function ago(epoch) {
+  const s = Math.max(0, Date.now() / 1000 - Number(epoch));
+  if (s < 60) return `${Math.round(s)} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  return `${Math.round(s / 3600)} h ago`;
+}
+function who(game, seat) {
+  const info = game.seats[seat];
+  if (!info) return "?";
+  if (info.kind === "ai") return `AI (${info.brain})`;
+  if (!info.taken) return "free seat";
+  return info.name ? info.name : "a player";
+}
+function describeAction(a) {
+  if (!a) return "";
+  switch (a.type) {
+    case "search": return `searched ${place(a.location)}`;
+    case "attack": return `attacked ${place(a.location)}`;
+    case "ally": return `sent ${cap(a.ally)} to ${a.locations.map(place).join(" and ")}`;
+    case "relocate": return `moved a Horcrux from ${place(a.from_location)} to ${place(a.to_location)}`;
+    case "plant_decoy": return `planted a decoy at ${place(a.location)}`;
+    case "pass": return "passed";
+    default: return a.type;
+  }
+}
+function resultOf(action, observations) {
+  const one = observations.length === 1 ? observations[0] : null;
+  const at = action && (action.location || (action.locations && action.locations.length === 1 && action.locations[0]));
+  if (one && at === one.location) return `${one.outcome}${one.sensor === "hermione" ? " (Hermione)" : ""}`;
+  return observations.map(describeObs).join("; ");
+}
+const describeObs = (o) =>
+  o.kind === "search"
+    ? `${place(o.location)}: ${o.outcome}${o.sensor === "hermione" ? " (Hermione)" : ""}`
+    : `${place(o.location)}: ${o.outcome}`;
+
+// ------------------------------------------------------------------ the API
+class ApiError extends Error {
+  constructor(status, code, text, data) {
+    super(text);
+    this.status = status;
+    this.code = code;
+    this.data = data;
+  }
+}
+async function api(method, path, { token, body, headers } = {}) {
+  const sent = { ...(headers || {}) };
+  if (token) sent.authorization = `Bearer ${token}`;
+  if (body !== undefined) sent["content-type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(API + path, {
+      method,
+      headers: sent,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+  } catch (err) {
+    throw new ApiError(0, "network", `cannot reach the server (${err.message}); retrying`);
+  }
+  const etag = response.headers.get("etag");
+  if (response.status === 304) return { status: 304, etag, data: null };
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const code = (data && data.error) || `http_${response.status}`;
+    const msg = (data && data.message) || `the server answered HTTP ${response.status}`;
+    throw new ApiError(response.status, code, msg, data);
+  }
+  return { status: response.status, etag, data };
+}
+async function loadConfig() {
+  try {
+    const r = await fetch("config.json", { cache: "no-cache" });
+    if (!r.ok) return;
+    const c = await r.json();
+    if (c && typeof c.apiUrl === "string" && /^https?:\/\/[^\s]+$/.test(c.apiUrl)) {
+      API = c.apiUrl.replace(/\/+$/, "");
+    }
+  } catch {
+    /* no config: the API is this page's origin */
+  }
+}
+async function loadBrains() {
+  if (brains) return brains;
+  try {
+    brains = (await api("GET", "/brains")).data;
+  } catch {
+    brains = {
+      harry: [{ name: "planner", description: "", default: true }],
+      voldemort: [{ name: "reference", description: "", default: true }],
+    };
+  }
+  return brains;
+}
+
+// ------------------------------------------------------------------ seats held (localStorage)
+function heldSeats() {
+  try {
+    const value = JSON.parse(localStorage.getItem(SEATS_KEY) || "{}");
+    return value && typeof value === "object" ? value : {};
+  } catch {
+    return {};
+  }
+}
+function holdSeat(gameId, seat, token, name) {
+  const all = heldSeats();
+  all[gameId] = { seat, token, name: name || null, since: Date.now() };
+  localStorage.setItem(SEATS_KEY, JSON.stringify(all));
+}
+function leaveSeat(gameId) {
+  const all = heldSeats();
+  delete all[gameId];
+  localStorage.setItem(SEATS_KEY, JSON.stringify(all));
+}
+const playerName = () => localStorage.getItem(NAME_KEY) || "";
+
+// ------------------------------------------------------------------ routing (#/..., no secrets)
+function stop() {
+  if (current && current.timer) clearTimeout(current.timer);
+  current = null;
+}
+function route() {
+  stop();
+  const [, kind, id] = (window.location.hash || "#/").split("/");
+  if (kind === "game" && id) return gameScreen(decodeURIComponent(id));
+  if (kind === "replay" && id) return replayScreen(decodeURIComponent(id));
+  return lobbyScreen();
+}
+const go = (hash) => {
+  if (window.location.hash === hash) route();
+  else window.location.hash = hash;
+};
+
+// ------------------------------------------------------------------ the lobby
+function brainSelect(seat, testid) {
+  const list = (brains && brains[seat]) || [];
+  return h(
+    "select",
+    { name: `${seat}-brain`, "data-testid": testid, "aria-label": `${seatName(seat)} AI brain` },
+    list.map((b) =>
+      h("option", { value: b.name, selected: b.default }, b.description ? `${b.name}: ${b.description}` : b.name),
+    ),
+  );
+}
+
+async function lobbyScreen() {
+  const screen = (current = { kind: "lobby", timer: null, idle: 0 });
+  await loadBrains();
+  if (current !== screen) return;
+  const nameInput = h("input", {
+    "data-testid": "player-name",
+    name: "name",
+    value: playerName(),
+    placeholder: "optional, 1-32 characters",
+    autocomplete: "nickname",
+  });
+  nameInput.addEventListener("change", () => localStorage.setItem(NAME_KEY, nameInput.value));
+  const mySeat = h(
+    "select",
+    { name: "seat", "data-testid": "my-seat" },
+    h("option", { value: "harry" }, "Harry (the hunter)"),
+    h("option", { value: "voldemort" }, "Voldemort (the hider)"),
+    h("option", { value: "none" }, "nobody: watch AI vs AI"),
+  );
+  const opponent = h(
+    "select",
+    { name: "opponent", "data-testid": "opponent" },
+    h("option", { value: "ai" }, "the AI"),
+    h("option", { value: "human" }, "another person (they join from the lobby)"),
+  );
+  const rules = h(
+    "select",
+    { name: "rules", "data-testid": "rules" },
+    h("option", { value: "standard" }, "standard (with Ron, Hermione and Dumbledore)"),
+    h("option", { value: "classic" }, "classic (no allies)"),
+  );
+  const harryBrain = brainSelect("harry", "harry-brain");
+  const voldemortBrain = brainSelect("voldemort", "voldemort-brain");
+  const seed = h("input", { name: "seed", "data-testid": "seed", inputmode: "numeric", placeholder: "random" });
+  const harryRow = h("label", {}, h("span", {}, "AI Harry"), harryBrain);
+  const voldemortRow = h("label", {}, h("span", {}, "AI Voldemort"), voldemortBrain);
+  const sync = () => {
+    const me = mySeat.value;
+    opponent.disabled = me === "none";
+    if (me === "voldemort" && opponent.value === "human") opponent.value = "ai";
+    opponent.options[1].disabled = me === "voldemort"; // the creator of a 2-player game is Harry
+    const ai = opponent.value === "ai" || me === "none";
+    harryRow.hidden = !(me === "none" || (me === "voldemort" && ai));
+    voldemortRow.hidden = !(me === "none" || (me === "harry" && ai));
+  };
+  mySeat.addEventListener("change", sync);
+  opponent.addEventListener("change", sync);
+  sync();
+  const form = h(
+    "form",
+    { "data-testid": "new-game-form" },
+    h("label", {}, h("span", {}, "You play"), mySeat),
+    h("label", {}, h("span", {}, "Against"), opponent),
+    harryRow,
+    voldemortRow,
+    h("label", {}, h("span", {}, "Rules"), rules),
+    h("label", {}, h("span", {}, "Seed"), seed),
+    h("div", { class: "row" }, h("button", { class: "primary", type: "submit", "data-testid": "new-game" }, "Start a new game")),
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    localStorage.setItem(NAME_KEY, nameInput.value);
+    const me = mySeat.value;
+    const seat = (s) => {
+      if (me === s) return withName({ kind: "human" }, nameInput.value);
+      if (me !== "none" && opponent.value === "human") return { kind: "human" };
+      return { kind: "ai", brain: (s === "harry" ? harryBrain : voldemortBrain).value };
+    };
+    const body = { seats: { harry: seat("harry"), voldemort: seat("voldemort") }, rules: rules.value };
+    if (seed.value.trim() !== "") {
+      if (!/^\d{1,19}$/.test(seed.value.trim())) return message("The seed must be a whole number (0 or more), or empty for a random one.");
+      body.seed = Number(seed.value.trim());
+    }
+    await createGame(body, nameInput.value);
+  });
+
+  const mine = h("tbody", {});
+  const open = h("tbody", {});
+  const active = h("tbody", {});
+  const over = h("tbody", {});
+  show(
+    h(
+      "section",
+      { "data-testid": "lobby", class: "lobby" },
+      messageBox(),
+      h(
+        "div",
+        { class: "grid2" },
+        h(
+          "div",
+          {},
+          h("div", { class: "panel" }, h("h2", {}, "New game"), h("label", {}, h("span", {}, "Your name"), nameInput), form),
+          h("div", { class: "panel" }, h("h2", {}, "Your games"), h("table", {}, mine)),
+          h(
+            "div",
+            { class: "panel" },
+            h("h2", {}, "How to play"),
+            h(
+              "ul",
+              { class: "howto" },
+              h("li", {}, "Harry has 50 turns and 7 attacks to destroy Voldemort's 3 Horcruxes, hidden among 15 locations."),
+              h("li", {}, "Search a location (S): a positive is likely (80%) where something is hidden, but false alarms happen (15%)."),
+              h("li", {}, "Attack (A) where the evidence piles up. Allies: Ron searches two places, Hermione searches sharper, Dumbledore reveals the truth of one place."),
+              h("li", {}, "Voldemort sees everything: he may move a Horcrux (3 times) or plant a decoy (3 times) after Harry's move."),
+            ),
+          ),
+        ),
+        h(
+          "div",
+          {},
+          h(
+            "div",
+            { class: "panel" },
+            h("h2", {}, "Open games: join a free seat"),
+            h("table", { "data-testid": "open-games" }, h("thead", {}, h("tr", {}, h("th", {}, "game"), h("th", {}, "rules"), h("th", {}, "players"), h("th", {}, "created"), h("th", {}, ""))), open),
+          ),
+          h("div", { class: "panel" }, h("h2", {}, "Being played: watch"), h("table", { "data-testid": "active-games" }, active)),
+          h("div", { class: "panel" }, h("h2", {}, "Finished: replays"), h("table", { "data-testid": "over-games" }, over)),
+        ),
+      ),
+    ),
+  );
+  const held = Object.entries(heldSeats());
+  if (!held.length) mine.append(h("tr", {}, h("td", { class: "muted" }, "None yet. Start one, or join an open game.")));
+  for (const [gameId, rec] of held) {
+    mine.append(
+      h(
+        "tr",
+        { "data-testid": "my-game" },
+        h("td", {}, h("code", {}, gameId)),
+        h("td", {}, `${seatName(rec.seat)}${rec.name ? ` as ${rec.name}` : ""}`),
+        h(
+          "td",
+          { class: "row" },
+          h("button", { onclick: () => go(`#/game/${encodeURIComponent(gameId)}`) }, "Resume"),
+          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(gameId); route(); } }, "Leave"),
+        ),
+      ),
+    );
+  }
+  const refresh = async () => {
+    if (current !== screen) return;
+    try {
+      const [o, a, v] = await Promise.all(
+        ["open", "active", "over"].map((s) => api("GET", `/games?status=${s}&limit=20`)),
+      );
+      if (current !== screen) return;
+      fillOpen(open, o.data.games, nameInput);
+      fillList(active, a.data.games, "Watch", (id) => `#/game/${encodeURIComponent(id)}`, "No game is being played.");
+      fillList(over, v.data.games.slice(-10).reverse(), "Replay", (id) => `#/replay/${encodeURIComponent(id)}`, "No finished game yet.");
+      screen.idle = 0;
+    } catch (err) {
+      screen.idle += 1;
+      message(`The lobby could not be read: ${err.message}`);
+    }
+    const wait = LOBBY_POLL_MS[Math.min(screen.idle, LOBBY_POLL_MS.length - 1)];
+    if (current === screen) screen.timer = setTimeout(refresh, document.hidden ? 10000 : wait);
+  };
+  refresh();
+}
+
+function withName(seat, name) {
+  const trimmed = String(name || "").trim();
+  return trimmed ? { ...seat, name: trimmed } : seat;
+}
+
+function fillOpen(tbody, games, nameInput) {
+  tbody.replaceChildren();
+  if (!games.length) tbody.append(h("tr", {}, h("td", { class: "muted", colspan: 5 }, "No open game. Start one!")));
+  for (const g of games) {
+    const names = g.names || {};
+    const seated = Object.entries(names).map(([s, n]) => `${n} (${seatName(s)})`).join(", ");
+    tbody.append(
+      h(
+        "tr",
+        { "data-testid": "open-game", "data-game": g.game_id },
+        h("td", {}, h("code", {}, g.game_id.slice(0, 8))),
+        h("td", {}, g.rules),
+        h("td", {}, seated || "waiting", h("br"), h("span", { class: "muted" }, `free: ${g.open_seats.map(seatName).join(", ")}`)),
+        h("td", {}, ago(g.created_at)),
+        h(
+          "td",
+          { class: "row" },
+          g.open_seats.map((s) =>
+            h("button", { "data-testid": `join-${s}`, onclick: () => joinGame(g.game_id, s, nameInput.value) }, `Join as ${seatName(s)}`),
+          ),
+        ),
+      ),
+    );
+  }
+}
+function fillList(tbody, games, label, href, empty) {
+  tbody.replaceChildren();
+  if (!games.length) tbody.append(h("tr", {}, h("td", { class: "muted" }, empty)));
+  for (const g of games) {
+    tbody.append(
+      h(
+        "tr",
+        {},
+        h("td", {}, h("code", {}, g.game_id.slice(0, 8))),
+        h("td", {}, g.rules),
+        h("td", {}, ago(g.created_at)),
+        h("td", {}, h("button", { onclick: () => go(href(g.game_id)) }, label)),
+      ),
+    );
+  }
+}
+
+async function createGame(body, name) {
+  message("");
+  try {
+    const r = await api("POST", "/games", { body });
+    if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim());
+    go(`#/game/${encodeURIComponent(r.data.game_id)}`);
+  } catch (err) {
+    message(`The game was not created: ${err.message}`);
+  }
+}
+async function joinGame(gameId, seat, name) {
+  message("");
+  localStorage.setItem(NAME_KEY, name || "");
+  const trimmed = String(name || "").trim();
+  try {
+    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}`, trimmed ? { body: { name: trimmed } } : {});
+    holdSeat(gameId, seat, r.data.token, trimmed);
+    go(`#/game/${encodeURIComponent(gameId)}`);
+  } catch (err) {
+    message(`You did not join: ${err.message}`);
+  }
+}
+
+// ------------------------------------------------------------------ evidence (Harry's own)
+// Each location's odds from Harry's public evidence alone (independent locations, Bayes on
+// the sensors of the rules; an attack or a reveal settles a location). An approximation,
+// labelled as such: the AI planner also prices in Voldemort's relocations.
+function evidence(rules, history, horcruxesLeft) {
+  const locs = rules.locations;
+  const score = Object.fromEntries(locs.map((l) => [l, 0]));
+  const settled = {};
+  const sensor = (who) => (who === "hermione" && rules.allies.hermione && rules.allies.hermione.sensor) || rules.sensor;
+  for (const rec of history) {
+    for (const o of rec.observations) {
+      if (o.kind === "search") {
+        const s = sensor(o.sensor);
+        score[o.location] += o.outcome === "positive" ? Math.log(s.d / s.f) : Math.log((1 - s.d) / (1 - s.f));
+        delete settled[o.location];
+      } else {
+        score[o.location] = 0;
+        settled[o.location] = o.kind === "reveal" && o.outcome === "horcrux" ? 1 : 0;
+      }
+    }
+  }
+  const open = locs.filter((l) => !(l in settled) || settled[l] === 1).length || 1;
+  const prior = Math.min(0.95, Math.max(0.01, horcruxesLeft / open));
+  const logit = Math.log(prior / (1 - prior));
+  const p = {};
+  for (const l of locs) p[l] = l in settled ? settled[l] : 1 / (1 + Math.exp(-(logit + score[l])));
+  return { p, score };
+}
+function entropyBits(p) {
+  const total = Object.values(p).reduce((a, b) => a + b, 0);
+  if (total <= 0) return 0;
+  let e = 0;
+  for (const v of Object.values(p)) if (v > 0) e -= (v / total) * Math.log2(v / total);
+  return e;
+}
+
+// ------------------------------------------------------------------ a game (a seat or a spectator)
+async function gameScreen(gameId) {
+  const held = heldSeats()[gameId];
+  const screen = (current = {
+    kind: "game",
+    id: gameId,
+    token: held ? held.token : null,
+    timer: null,
+    idle: 0,
+    busy: false,
+    action: null,
+    picks: [],
+    cursor: 0,
+    game: null,
+    etag: null,
+    stale: false,
+    lastEvent: null,
+    showBelief: false,
+  });
+  show(h("section", { "data-testid": "game" }, messageBox(), h("p", { class: "muted" }, "Loading the game…")));
+  await refreshGame(screen, true);
+}
+
+async function refreshGame(screen, first) {
+  if (current !== screen) return;
+  try {
+    const headers = screen.etag ? { "if-none-match": screen.etag } : {};
+    const r = await api("GET", `/games/${encodeURIComponent(screen.id)}`, { token: screen.token, headers });
+    if (current !== screen) return;
+    if (r.status === 304 || (screen.game && r.data.version === screen.game.version)) {
+      screen.idle += 1;
+    } else {
+      screen.game = r.data;
+      screen.etag = r.etag;
+      screen.idle = 0;
+      renderGame(screen);
+    }
+  } catch (err) {
+    if (current !== screen) return;
+    if (err.status === 401 && screen.token) {
+      screen.stale = true;
+      screen.token = null;
+      renderStale(screen, err);
+      return; // no polling with a token the server refuses
+    }
+    if (err.status === 404) {
+      show(h("section", { "data-testid": "game" }, messageBox(), h("p", {}, h("a", { href: "#/" }, "Back to the lobby"))));
+      message(`No such game (${err.message}). It may have expired.`);
+      return;
+    }
+    screen.idle += 1;
+    if (first && !screen.game) show(h("section", { "data-testid": "game" }, messageBox()));
+    message(err.message);
+  }
+  schedule(screen);
+}
+function schedule(screen) {
+  if (current !== screen) return;
+  clearTimeout(screen.timer);
+  const g = screen.game;
+  if (g && g.status === "over") return;
+  let wait = POLL_MS[Math.min(screen.idle, POLL_MS.length - 1)];
+  if (g && g.status === "active" && g.to_move === g.your_seat) wait = 10000; // only I can move
+  if (document.hidden) wait = Math.max(wait, 10000);
+  screen.timer = setTimeout(() => refreshGame(screen, false), wait);
+}
+
+function renderStale(screen, err) {
+  show(
+    h(
+      "section",
+      { "data-testid": "game" },
+      messageBox(),
+      h(
+        "div",
+        { class: "panel" },
+        h("h2", {}, "This seat's token is not valid any more"),
+        h("p", {}, "The server refused the token this browser keeps for the game, so nothing can be played with it. Leave the game to forget it; you can still watch it from the lobby."),
+        h(
+          "div",
+          { class: "row" },
+          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game"),
+          h("button", { onclick: () => go("#/") }, "Back to the lobby"),
+        ),
+      ),
+    ),
+  );
+  message(`Your seat token for game ${screen.id} was refused (${err.code}): ${err.message}`);
+}
+
+function renderGame(screen) {
+  const g = screen.game;
+  const v = g.view;
+  const mine = g.your_seat;
+  const myTurn = g.status === "active" && mine && g.to_move === mine && g.legal;
+  const turnText =
+    g.status === "over"
+      ? "game over"
+      : g.status === "open"
+        ? "waiting for a second player"
+        : `${seatName(g.to_move)} to move${myTurn ? " (you)" : ""}`;
+  const header = h(
+    "div",
+    { class: "status", "data-testid": "status" },
+    h("b", {}, `Turn ${Math.min(v.turn, v.rules.max_turns)} / ${v.rules.max_turns}`),
+    h("span", { "data-testid": "to-move" }, turnText),
+    h("span", { class: "pill" }, `${g.rules} rules`),
+    h("span", { class: `pill ${mine === "harry" ? "you" : ""}` }, `Harry: ${who(g, "harry")}`),
+    h("span", { class: `pill ${mine === "voldemort" ? "you" : ""}` }, `Voldemort: ${who(g, "voldemort")}`),
+    h("span", { class: "pill", "data-testid": "your-seat" }, mine ? `you are ${seatName(mine)}` : "you are watching"),
+  );
+  const nav = h(
+    "div",
+    { class: "row" },
+    h("button", { onclick: () => go("#/") }, "Lobby"),
+    screen.token ? h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game") : null,
+    h("span", { class: "muted" }, "game ", h("code", {}, g.game_id)),
+  );
+  const parts = [messageBox(), nav, header];
+  if (g.status === "over") parts.push(endPanel(screen));
+  if (g.status === "open") {
+    parts.push(h("div", { class: "panel" }, h("p", {}, "Waiting for someone to join from the lobby. This page updates by itself.")));
+  }
+  const board = renderBoard(screen);
+  const side = mine === "voldemort" ? voldemortPanel(screen) : harryPanel(screen);
+  parts.push(h("div", { class: "layout" }, h("div", {}, myTurn ? controls(screen) : null, board), h("div", {}, side, logPanel(screen))));
+  show(h("section", { "data-testid": mine ? `seat-${mine}` : "spectator", class: "game" }, parts));
+  if (screen.note) message(screen.note.text, screen.note.kind);
+}
+
+function controls(screen) {
+  const g = screen.game;
+  const legal = g.legal;
+  const bar = h("div", { class: "actions", "data-testid": "actions" });
+  const add = (action, label, key, enabled) =>
+    bar.append(
+      h(
+        "button",
+        {
+          class: screen.action === action ? "on" : "",
+          "data-testid": `action-${action}`,
+          disabled: !enabled || screen.busy,
+          onclick: () => choose(screen, action),
+        },
+        label,
+        h("kbd", {}, key),
+      ),
+    );
+  if (g.your_seat === "harry") {
+    add("search", "Search", "S", legal.types.includes("search"));
+    add("attack", `Attack (${g.view.attacks_left} left)`, "A", legal.attack);
+    for (const [ally, key] of [["ron", "R"], ["hermione", "H"], ["dumbledore", "D"]]) {
+      if (ally in g.view.allies) add(ally, cap(ally), key, ally in legal.allies);
+    }
+  } else {
+    add("relocate", "Move a Horcrux", "M", legal.types.includes("relocate"));
+    add("plant_decoy", "Plant a decoy", "D", legal.types.includes("plant_decoy"));
+    add("pass", "Pass", "P", legal.types.includes("pass"));
+  }
+  const hint = screen.action
+    ? hintFor(screen)
+    : "Pick an action (button or key), then a location (click, or the arrow keys and Enter).";
+  return h("div", { class: "panel" }, h("h3", {}, "Your move"), bar, h("p", { class: "muted", "data-testid": "hint" }, hint));
+}
+function hintFor(screen) {
+  const a = screen.action;
+  if (a === "ron") return screen.picks.length ? "Ron: pick the second location." : "Ron: pick two different locations.";
+  if (a === "relocate") return screen.picks.length ? `Move the Horcrux from ${place(screen.picks[0])} to: pick a free location.` : "Pick the Horcrux to move.";
+  if (a === "plant_decoy") return "Pick a free location for the decoy.";
+  return `${cap(a)}: pick a location. Esc cancels.`;
+}
+function targets(screen) {
+  const legal = screen.game.legal;
+  const a = screen.action;
+  if (!legal || !a) return [];
+  if (a === "relocate") return screen.picks.length ? legal.relocate_to : legal.relocate_from;
+  if (a === "plant_decoy") return legal.decoy_at;
+  if (a === "ron") return legal.locations.filter((l) => !screen.picks.includes(l));
+  return legal.locations;
+}
+function choose(screen, action) {
+  if (screen.busy) return;
+  screen.action = screen.action === action ? null : action;
+  screen.picks = [];
+  screen.note = null;
+  if (action === "pass" && screen.action) return play(screen, { type: "pass" });
+  renderGame(screen);
+}
+function pick(screen, loc) {
+  const a = screen.action;
+  if (!a || screen.busy || !targets(screen).includes(loc)) return;
+  if (a === "search" || a === "attack") return play(screen, { type: a, location: loc });
+  if (a === "hermione" || a === "dumbledore") return play(screen, { type: "ally", ally: a, locations: [loc] });
+  if (a === "plant_decoy") return play(screen, { type: "plant_decoy", location: loc });
+  if (a === "ron") {
+    if (screen.picks.length === 0) {
+      screen.picks = [loc];
+      return renderGame(screen);
+    }
+    return play(screen, { type: "ally", ally: "ron", locations: [screen.picks[0], loc] });
+  }
+  if (a === "relocate") {
+    if (screen.picks.length === 0) {
+      screen.picks = [loc];
+      return renderGame(screen);
+    }
+    return play(screen, { type: "relocate", from_location: screen.picks[0], to_location: loc });
+  }
+}
+
+async function play(screen, action) {
+  if (screen.busy || !screen.token) return; // one move in flight at most: a double click plays once
+  const started = performance.now();
+  const g = screen.game;
+  screen.busy = true;
+  const version = g.version;
+  try {
+    const r = await api("POST", `/games/${encodeURIComponent(screen.id)}/moves`, {
+      token: screen.token,
+      body: action,
+      // the version this page last saw: a stale page (or a second click) cannot play a turn
+      headers: { "if-match": `"${version}"`, "idempotency-key": `web-${TAB}-${g.your_seat}-v${version}` },
+    });
+    if (current !== screen) return;
+    screen.game = r.data.game;
+    screen.etag = r.etag;
+    const ev = r.data.event;
+    const result = ev && ev.observations && ev.observations.length ? `: ${resultOf(action, ev.observations)}` : "";
+    screen.note = { text: `You ${describeAction(action)}${result}.`, kind: "info" };
+  } catch (err) {
+    if (current !== screen) return;
+    if (err.data && err.data.game) screen.game = err.data.game;
+    screen.note = { text: `That move was not played (${err.code}): ${err.message}`, kind: "error" };
+    if (err.code === "precondition_failed" || err.code === "conflict") screen.etag = null;
+  } finally {
+    screen.busy = false;
+    screen.action = null;
+    screen.picks = [];
+  }
+  screen.idle = 0;
+  renderGame(screen);
+  requestAnimationFrame(() => metrics.moves.push(performance.now() - started));
+  refreshSoon(screen); // the opponent's reply (or, after a refusal, the game as it is now)
+}
+function refreshSoon(screen) {
+  clearTimeout(screen.timer);
+  screen.timer = setTimeout(() => refreshGame(screen, false), POLL_MS[0]);
+}
+
+function renderBoard(screen, opts = {}) {
+  const g = screen.game;
+  const v = g.view;
+  const locs = v.rules.locations;
+  const tgt = new Set(targets(screen));
+  const truthH = new Set(v.horcrux_locations || []);
+  const truthD = new Set(v.decoy_locations || []);
+  const ev = evidence(v.rules, v.history, v.horcruxes_left);
+  const last = v.history.length ? v.history[v.history.length - 1] : null;
+  const lastLocs = new Set(last ? last.observations.map((o) => o.location) : []);
+  const chips = Object.fromEntries(locs.map((l) => [l, []]));
+  for (const rec of v.history) for (const o of rec.observations) chips[o.location].push([rec.turn, o]);
+  if (screen.cursor >= locs.length) screen.cursor = 0;
+  const board = h("div", { class: "board", "data-testid": "board", role: "grid" });
+  locs.forEach((loc, i) => {
+    const cls = ["tile"];
+    if (tgt.has(loc)) cls.push("target");
+    if (screen.picks.includes(loc)) cls.push("picked");
+    if (screen.action && i === screen.cursor) cls.push("cursor");
+    if (truthH.has(loc)) cls.push("horcrux");
+    if (truthD.has(loc)) cls.push("decoy");
+    if (lastLocs.has(loc)) cls.push("last");
+    board.append(
+      h(
+        "button",
+        {
+          class: cls.join(" "),
+          "data-testid": `loc-${loc}`,
+          "data-loc": loc,
+          disabled: screen.action ? !tgt.has(loc) || screen.busy : false,
+          heat: screen.showBelief || opts.heat ? ev.p[loc].toFixed(3) : 0,
+          onclick: () => pick(screen, loc),
+          title: place(loc),
+        },
+        h("span", { class: "name" }, place(loc)),
+        truthH.has(loc) || truthD.has(loc)
+          ? h("span", { class: "marks" }, truthH.has(loc) ? h("span", { class: "h" }, "HORCRUX") : null, truthD.has(loc) ? h("span", { class: "d" }, "DECOY") : null)
+          : null,
+        h("span", { class: "chips" }, chips[loc].map(([t, o]) => chip(t, o))),
+        screen.showBelief ? h("span", { class: "p" }, `${Math.round(ev.p[loc] * 100)}%`) : null,
+      ),
+    );
+  });
+  return board;
+}
+function chip(turn, o) {
+  const sensor = o.sensor === "hermione" ? "H" : "";
+  if (o.kind === "search") return h("span", { class: `chip ${o.outcome === "positive" ? "pos" : "neg"}`, title: `turn ${turn}: search ${o.outcome}` }, `${turn}${sensor}${o.outcome === "positive" ? "+" : "−"}`);
+  if (o.kind === "attack") return h("span", { class: `chip ${o.outcome === "destroyed" ? "hit" : "miss"}`, title: `turn ${turn}: attack ${o.outcome}` }, `${turn}⚔${o.outcome === "destroyed" ? "✓" : o.outcome === "decoy" ? "decoy" : "∅"}`);
+  return h("span", { class: "chip rev", title: `turn ${turn}: Dumbledore: ${o.outcome}` }, `${turn}★${o.outcome}`);
+}
+
+function harryPanel(screen) {
+  const g = screen.game;
+  const v = g.view;
+  const allies = Object.entries(v.allies).map(([name, a]) =>
+    h("dd", {}, `${cap(name)}: ${a.available ? "ready" : a.uses_left === 0 ? "used up" : `rests ${a.rest} more turn${a.rest === 1 ? "" : "s"}`}${a.uses_left === null || a.uses_left === undefined ? "" : `, ${a.uses_left} use${a.uses_left === 1 ? "" : "s"} left`}`),
+  );
+  const toggle = h("button", { "data-testid": "belief-toggle", class: screen.showBelief ? "on" : "", onclick: () => { screen.showBelief = !screen.showBelief; renderGame(screen); } }, screen.showBelief ? "Hide the evidence map" : "Show the evidence map", h("kbd", {}, "B"));
+  return h(
+    "div",
+    { class: "panel", "data-testid": "harry-panel" },
+    h("h2", {}, "Harry's hunt"),
+    h(
+      "dl",
+      { class: "stats" },
+      h("dt", {}, "Attacks left"), h("dd", { "data-testid": "attacks-left" }, String(v.attacks_left)),
+      h("dt", {}, "Horcruxes"), h("dd", { "data-testid": "destroyed" }, `${v.horcruxes_destroyed} destroyed, ${v.horcruxes_left} left`),
+      allies.length ? [h("dt", {}, "Allies"), h("dd", { "data-testid": "allies" }, allies.map((a, i) => [i ? h("br") : null, a.textContent]))] : [],
+    ),
+    h("p", { class: "muted" }, "Chips: turn and result: + positive, − negative, ⚔ an attack, ★ Dumbledore; H: Hermione's search."),
+    toggle,
+    screen.showBelief ? h("p", { class: "muted" }, "Shading: each location's chance by Bayes on Harry's own evidence (independent locations). An AI Harry also expects Voldemort to move Horcruxes after a positive.") : null,
+  );
+}
+
+function voldemortPanel(screen) {
+  const v = screen.game.view;
+  const last = v.history.length ? v.history[v.history.length - 1] : null;
+  const ev = evidence(v.rules, v.history, v.horcruxes_left);
+  const top = [...v.rules.locations].sort((a, b) => ev.score[b] - ev.score[a]).filter((l) => ev.score[l] > 0).slice(0, 3);
+  return h(
+    "div",
+    { class: "panel", "data-testid": "voldemort-panel" },
+    h("h2", {}, "Voldemort's secrets"),
+    h(
+      "dl",
+      { class: "stats" },
+      h("dt", {}, "Horcruxes"), h("dd", { "data-testid": "truth" }, v.horcrux_locations.map(place).join(", ") || "none left"),
+      h("dt", {}, "Decoys"), h("dd", {}, v.decoy_locations.map(place).join(", ") || "none"),
+      h("dt", {}, "Charges"), h("dd", {}, `${v.relocations_left} relocations, ${v.decoys_left} decoys`),
+      h("dt", {}, "Harry's attacks"), h("dd", {}, `${v.attacks_left} left; ${v.horcruxes_destroyed} destroyed`),
+      h("dt", {}, "Harry's last move"), h("dd", { "data-testid": "last-harry" }, last ? `turn ${last.turn}: ${describeAction(last.action)}: ${resultOf(last.action, last.observations)}` : "none yet"),
+      h("dt", {}, "His evidence points to"), h("dd", {}, top.length ? top.map(place).join(", ") : "nowhere yet"),
+    ),
+  );
+}
+
+function logPanel(screen) {
+  const v = screen.game.view;
+  const items = [...v.history].reverse().map((rec) =>
+    h("li", {}, `T${rec.turn}: Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`),
+  );
+  return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ol", { class: "log", reversed: true, "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
+}
+
+function endPanel(screen) {
+  const g = screen.game;
+  const won = g.your_seat && g.winner === g.your_seat;
+  const lost = g.your_seat && g.winner && g.winner !== g.your_seat;
+  const title = won ? "You won!" : lost ? "You lost." : `${seatName(g.winner)} wins.`;
+  return h(
+    "div",
+    { class: "panel end", "data-testid": "end" },
+    h("h2", {}, title),
+    h("p", {}, `${seatName(g.winner)} wins: ${g.end_reason || ""}.`),
+    h(
+      "div",
+      { class: "row" },
+      h("button", { class: "primary", "data-testid": "open-replay", onclick: () => go(`#/replay/${encodeURIComponent(g.game_id)}`) }, "See the replay"),
+      g.your_seat ? h("button", { "data-testid": "rematch", onclick: () => rematch(g) }, "Rematch") : null,
+      h("button", { onclick: () => go("#/") }, "Lobby"),
+    ),
+  );
+}
+async function rematch(g) {
+  const seat = (s) => {
+    const info = g.seats[s];
+    if (s === g.your_seat) return withName({ kind: "human" }, playerName());
+    return info.kind === "ai" ? { kind: "ai", brain: info.brain } : { kind: "human" };
+  };
+  await createGame({ seats: { harry: seat("harry"), voldemort: seat("voldemort") }, rules: g.rules }, playerName());
+}
+
+// ------------------------------------------------------------------ keyboard
+const KEYS = { s: "search", a: "attack", r: "ron", h: "hermione", d: "dumbledore" };
+const VKEYS = { m: "relocate", d: "plant_decoy", p: "pass" };
+document.addEventListener("keydown", (ev) => {
+  if (ev.target instanceof HTMLInputElement || ev.target instanceof HTMLSelectElement || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const screen = current;
+  if (!screen) return;
+  if (screen.kind === "replay") return replayKey(screen, ev);
+  if (screen.kind !== "game" || !screen.game) return;
+  const g = screen.game;
+  const key = ev.key.toLowerCase();
+  if (key === "b" && g.your_seat !== "voldemort") {
+    screen.showBelief = !screen.showBelief;
+    return renderGame(screen);
+  }
+  if (!(g.status === "active" && g.to_move === g.your_seat && g.legal)) return;
+  const action = (g.your_seat === "harry" ? KEYS : VKEYS)[key];
+  const locs = g.view.rules.locations;
+  if (action) {
+    ev.preventDefault();
+    const first = new Set(targets({ ...screen, action, picks: [] }));
+    choose(screen, action);
+    const start = locs.findIndex((l) => first.has(l));
+    if (start >= 0 && screen.action) {
+      screen.cursor = start;
+      renderGame(screen);
+    }
+    return;
+  }
+  if (!screen.action) return;
+  const move = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 5, ArrowUp: -5 }[ev.key];
+  if (move) {
+    ev.preventDefault();
+    screen.cursor = (screen.cursor + move + locs.length) % locs.length;
+    renderGame(screen);
+  } else if (ev.key === "Enter" || ev.key === " ") {
+    ev.preventDefault();
+    pick(screen, locs[screen.cursor]);
+  } else if (ev.key === "Escape") {
+    screen.action = null;
+    screen.picks = [];
+    renderGame(screen);
+  }
+});
+
+// ------------------------------------------------------------------ the replay
+async function replayScreen(gameId) {
+  const screen = (current = { kind: "replay", id: gameId, timer: null, step: 0 });
+  show(h("section", { "data-testid": "replay" }, messageBox(), h("p", { class: "muted" }, "Loading the replay…")));
+  let data;
+  try {
+    data = (await api("GET", `/games/${encodeURIComponent(gameId)}/replay`)).data;
+  } catch (err) {
+    if (current !== screen) return;
+    message(`No replay: ${err.message}`);
+    return;
+  }
+  if (current !== screen) return;
+  screen.data = data;
+  screen.step = data.replay.steps.length - 1;
+  renderReplay(screen);
+}
+function replayKey(screen, ev) {
+  if (!screen.data) return;
+  const n = screen.data.replay.steps.length;
+  const d = { ArrowRight: 1, ArrowLeft: -1, Home: -n, End: n }[ev.key];
+  if (!d) return;
+  ev.preventDefault();
+  screen.step = Math.max(0, Math.min(n - 1, screen.step + d));
+  renderReplay(screen);
+}
+function historyUpTo(steps, i) {
+  return steps.slice(1, i + 1).filter((s) => s.actor === "harry").map((s) => ({ turn: s.turn, action: s.action, observations: s.observations }));
+}
+function renderReplay(screen) {
+  const { replay, belief_history: beliefs } = screen.data;
+  const steps = replay.steps;
+  const i = screen.step;
+  const s = steps[i];
+  const rules = replay.rules;
+  const hist = historyUpTo(steps, i);
+  const ev = evidence(rules, hist, rules.horcruxes - s.destroyed);
+  const aiBelief = beliefs.filter((b) => b.turn <= s.turn).pop();
+  const truthH = new Set(s.horcruxes);
+  const truthD = new Set(s.decoys);
+  const acted = new Set(s.observations.map((o) => o.location).concat(s.action && s.action.location ? [s.action.location] : []));
+  const tile = (loc, heat) =>
+    h(
+      "div",
+      { class: `tile ${truthH.has(loc) ? "horcrux" : ""} ${truthD.has(loc) ? "decoy" : ""} ${acted.has(loc) ? "last" : ""}`, heat: heat ? ev.p[loc].toFixed(3) : 0, "data-testid": `replay-${heat ? "belief" : "truth"}-${loc}` },
+      h("span", { class: "name" }, place(loc)),
+      !heat && (truthH.has(loc) || truthD.has(loc)) ? h("span", { class: "marks" }, truthH.has(loc) ? h("span", { class: "h" }, "HORCRUX") : null, truthD.has(loc) ? h("span", { class: "d" }, "DECOY") : null) : null,
+      heat ? h("span", { class: "p" }, `${Math.round(ev.p[loc] * 100)}%`) : null,
+    );
+  const slider = h("input", { type: "range", min: 0, max: steps.length - 1, value: i, "data-testid": "replay-slider", "aria-label": "replay step" });
+  slider.addEventListener("input", () => {
+    screen.step = Number(slider.value);
+    renderReplay(screen);
+    document.querySelector("[data-testid=replay-slider]").focus();
+  });
+  const vmoves = steps.filter((x) => x.actor === "voldemort" && x.action && x.action.type !== "pass");
+  const passes = steps.filter((x) => x.actor === "voldemort" && x.action && x.action.type === "pass").length;
+  const what = s.actor === "setup" ? "The Horcruxes are hidden." : `${seatName(s.actor)} ${describeAction(s.action)}${s.observations.length ? `: ${resultOf(s.action, s.observations)}` : ""}.`;
+  show(
+    h(
+      "section",
+      { "data-testid": "replay", class: "replay" },
+      messageBox(),
+      h("div", { class: "row" }, h("button", { onclick: () => go("#/") }, "Lobby"), h("span", { class: "muted" }, "replay of ", h("code", {}, screen.id), ` · seed ${replay.seed}`)),
+      h("div", { class: "panel end" }, h("h2", {}, `${seatName(replay.winner)} won`), h("p", {}, `${cap(replay.end_reason || "")}. Every move below is revealed.`)),
+      h("div", { class: "panel" }, h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)), slider, h("p", { class: "muted" }, "← → step, Home / End.")),
+      h(
+        "div",
+        { class: "grid2" },
+        h("div", { class: "panel" }, h("h3", {}, "The truth"), h("div", { class: "board" }, rules.locations.map((l) => tile(l, false)))),
+        h(
+          "div",
+          { class: "panel" },
+          h("h3", {}, "Harry's belief (his own evidence)"),
+          h("div", { class: "board" }, rules.locations.map((l) => tile(l, true))),
+          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `AI Harry's belief at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
+        ),
+      ),
+      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
+      h(
+        "div",
+        { class: "panel" },
+        h("h3", {}, "Every Voldemort move"),
+        vmoves.length ? h("ol", { class: "log", "data-testid": "voldemort-moves" }, vmoves.map((x) => h("li", {}, `T${x.turn}: ${describeAction(x.action)}`))) : h("p", {}, "Voldemort never moved a Horcrux nor planted a decoy."),
+        h("p", { class: "muted" }, `and ${passes} pass${passes === 1 ? "" : "es"}. AI decision traces (tier, context, reply) are not published by the API; see \`horcrux replay\`.`),
+      ),
+    ),
+  );
+}
+function entropyChart(screen, steps, beliefs, rules) {
+  const W = 1000;
+  const H = 200;
+  const pad = 24;
+  const lastTurn = steps[steps.length - 1].turn;
+  const maxT = Math.min(rules.max_turns, Math.max(10, lastTurn));
+  let points;
+  if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
+  else {
+    points = [];
+    for (let i = 0; i < steps.length; i++) {
+      if (steps[i].actor !== "harry") continue;
+      const hist = historyUpTo(steps, i);
+      points.push([steps[i].turn, entropyBits(evidence(rules, hist, rules.horcruxes - steps[i].destroyed).p)]);
+    }
+  }
+  const maxE = Math.log2(rules.locations.length);
+  const x = (t) => pad + ((W - 2 * pad) * (t - 1)) / Math.max(1, maxT - 1);
+  const y = (e) => H - pad - ((H - 2 * pad) * Math.min(e, maxE)) / maxE;
+  const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "xMidYMid meet", "data-testid": "entropy-chart", role: "img", "aria-label": "Harry's uncertainty per turn" });
+  chart.append(svg("line", { class: "axis", x1: pad, y1: H - pad, x2: W - pad, y2: H - pad }), svg("line", { class: "axis", x1: pad, y1: pad, x2: pad, y2: H - pad }));
+  for (const st of steps) {
+    if (st.actor !== "voldemort" || !st.action || st.action.type === "pass") continue;
+    chart.append(svg("line", { class: st.action.type === "relocate" ? "reloc" : "decoy", x1: x(st.turn), x2: x(st.turn), y1: pad, y2: H - pad }));
+  }
+  if (points.length) chart.append(svg("polyline", { class: "ent", points: points.map(([t, e]) => `${x(t).toFixed(1)},${y(e).toFixed(1)}`).join(" ") }));
+  const now = steps[screen.step].turn || 1;
+  chart.append(svg("line", { class: "now", x1: x(now), x2: x(now), y1: pad, y2: H - pad }));
+  const label = (tx, ty, text) => {
+    const el = svg("text", { x: tx, y: ty });
+    el.textContent = text;
+    chart.append(el);
+  };
+  label(pad + 2, pad - 8, `${maxE.toFixed(1)} bits`);
+  label(W - pad - 40, H - 8, `turn ${maxT}`);
+  label(pad, H - 8, "turn 1");
+  return chart;
+}
+
+// ------------------------------------------------------------------ start
+window.addEventListener("hashchange", route);
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && current && current.kind === "game" && current.game && current.game.status !== "over") refreshSoon(current);
+});
+loadConfig().then(route);

@@ -1,0 +1,475 @@
+"""The browser client in a real browser: Debian's headless Chromium driven by Playwright
+against a real `horcrux serve` subprocess (embedded moto, AI turns in process).
+
+1. a whole game as Harry against the AI Voldemort through the page, to the end and the replay;
+2. a human-vs-human game in two browser contexts, a third one watching: the spectator's
+   DOM and network responses never hold a true position, a decoy or a Voldemort move while
+   the game runs; a double click plays one turn;
+3. bad input through the page (an over-long or script-laden name, a stale token): a clear
+   message, nothing written;
+4. screenshots of the lobby, both seats and the replay in docs/img/web/, and the figures
+   (first-load bytes, move click to result shown) in docs/img/web/figures.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
+
+from horcrux import engine
+from horcrux.local.client import ApiError, HorcruxClient
+from horcrux.rules import STANDARD
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "img" / "web"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STARTUP_S = 40.0
+UI_MS = 15_000  # the longest the page may take to show something (AI replies, polling)
+FIRST_LOAD_BUDGET = 200 * 1024
+VIEWPORT = {"width": 1280, "height": 860}
+SEED = 1  # STANDARD's placement for seed 1: diagon-alley, forbidden-forest, hogsmeade
+
+
+# ---------------------------------------------------------------- the server and the browser
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "HORCRUX_DYNAMODB_ENDPOINT", "AWS_PROFILE"):
+        env.pop(name, None)  # always the embedded moto: never a real endpoint
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+        self.client = HorcruxClient(url, timeout_s=20)
+
+    def count(self, status: str) -> int:
+        return len(
+            self.client.request("GET", "/games", query={"status": status, "limit": 100})["games"]
+        )
+
+    def counts(self) -> dict[str, int]:
+        return {s: self.count(s) for s in ("open", "active", "over")}
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "horcrux.cli", "serve", "--port", "0", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+    url = None
+    deadline = time.monotonic() + STARTUP_S
+    try:
+        while url is None:  # the port is chosen by the OS: read it from the banner
+            try:
+                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no banner from horcrux serve: {seen}") from None
+            seen.append(line)
+            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            url = found.group(1) if found else None
+        served = Served(process, url)
+        for attempt in range(100):  # readiness: bounded polling of the health route
+            try:
+                if served.client.health()["ok"]:
+                    break
+            except Exception:
+                time.sleep(min(0.02 * 1.5**attempt, 0.5))
+        else:
+            raise AssertionError("horcrux serve never became healthy")
+        yield served
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, seen
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: apt-get install chromium"
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def figures() -> Iterator[dict[str, Any]]:
+    found: dict[str, Any] = {}
+    yield found
+    if found:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / "figures.json").write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
+
+
+def _context(browser: Browser) -> BrowserContext:
+    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(UI_MS)
+    return context
+
+
+def _page(context: BrowserContext, errors: list[str]) -> Page:
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("dialog", lambda dialog: errors.append(f"a dialog opened: {dialog.message}"))
+    return page
+
+
+def _shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def _game_id(page: Page) -> str:
+    expect(page).to_have_url(re.compile(r"#/game/[^/]+$"))
+    return page.url.rsplit("/", 1)[1]
+
+
+def _my_turn(page: Page, turn: int) -> None:
+    """Wait until the page shows the seat's turn `turn` with its move controls."""
+    expect(page.get_by_test_id("status")).to_contain_text(f"Turn {turn} /")
+    expect(page.get_by_test_id("actions")).to_be_visible()
+
+
+def _events(served: Served, game_id: str, token: str | None = None) -> list[dict[str, Any]]:
+    return list(served.client.all_events(game_id, token))
+
+
+# ---------------------------------------------------------------- 1. Harry vs the AI Voldemort
+def test_a_whole_game_as_harry_against_the_ai_through_the_page(
+    served: Served, browser: Browser, figures: dict[str, Any]
+) -> None:
+    truth = engine.new_game(STANDARD, SEED)[0].horcruxes
+    decoy_free = next(loc for loc in STANDARD.locations if loc not in truth)
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    expect(page.get_by_test_id("lobby")).to_be_visible()
+    # first load: everything the browser fetched, by the Performance API (a cold context)
+    page.wait_for_load_state("networkidle")
+    loaded = page.evaluate(
+        """() => {
+            const nav = performance.getEntriesByType('navigation')[0];
+            const res = performance.getEntriesByType('resource');
+            return {bytes: nav.transferSize + res.reduce((a, r) => a + r.transferSize, 0),
+                    requests: 1 + res.length, ms: nav.loadEventEnd};
+        }"""
+    )
+    assert 0 < loaded["bytes"] <= FIRST_LOAD_BUDGET, loaded
+    figures["first_load"] = loaded
+
+    page.get_by_test_id("player-name").fill("Zoë O'Brien")
+    page.get_by_test_id("seed").fill(str(SEED))
+    page.get_by_test_id("new-game").click()
+    expect(page.get_by_test_id("seat-harry")).to_be_visible()
+    game_id = _game_id(page)
+    token = json.loads(page.evaluate("localStorage.getItem('horcrux.seats.v1')"))[game_id]["token"]
+    assert token not in page.url
+    expect(page.get_by_test_id("status")).to_contain_text("Harry: Zoë O'Brien")
+    expect(page.get_by_test_id("status")).to_contain_text("Voldemort: AI (reference)")
+
+    # turn 1: a search by clicks (the result appears on the tile and in the message)
+    _my_turn(page, 1)
+    page.get_by_test_id("action-search").click()
+    page.get_by_test_id(f"loc-{decoy_free}").click()
+    expect(page.get_by_test_id("message")).to_contain_text("You searched")
+    expect(page.get_by_test_id(f"loc-{decoy_free}").locator(".chip")).to_have_count(1)
+    # turns 2-4: attacks, by the keyboard (a, arrows to the location, Enter) and by clicks;
+    # the reference Voldemort relocates only after a positive at a Horcrux: attacks are safe
+    for turn, target in enumerate(truth, start=2):
+        _my_turn(page, turn)
+        if turn == 3:  # Harry to move, the evidence map on
+            page.mouse.move(0, 0)
+            _shot(page, "harry-seat")
+        if turn == 2:
+            page.keyboard.press("a")
+            for _ in range(STANDARD.locations.index(target)):
+                page.keyboard.press("ArrowRight")
+            page.keyboard.press("Enter")
+        else:
+            page.get_by_test_id("action-attack").click()
+            page.get_by_test_id(f"loc-{target}").click()
+        if turn == 2:
+            expect(page.get_by_test_id("destroyed")).to_contain_text("1 destroyed")
+            page.get_by_test_id("belief-toggle").click()
+    expect(page.get_by_test_id("end")).to_contain_text("You won!")
+    expect(page.get_by_test_id("end")).to_contain_text("every Horcrux destroyed")
+    # each move's time from its click to its result painted (pushed on the next frame)
+    page.wait_for_function("window.horcruxMetrics.moves.length === 4")
+    moves = page.evaluate("window.horcruxMetrics.moves")
+    assert len(moves) == 4, moves
+    figures["move_click_to_result_ms"] = {
+        "moves": [round(m, 1) for m in moves],
+        "median": round(statistics.median(moves), 1),
+        "max": round(max(moves), 1),
+    }
+    # what the page showed is what the server holds
+    game = served.client.game(game_id, token)
+    assert game["winner"] == "harry" and game["view"]["horcruxes_destroyed"] == 3
+
+    page.get_by_test_id("open-replay").click()
+    expect(page.get_by_test_id("replay")).to_be_visible()
+    slider = page.get_by_test_id("replay-slider")
+    slider.focus()
+    page.keyboard.press("Home")
+    expect(page.get_by_test_id("replay-step")).to_contain_text("Step 0 /")
+    for loc in truth:  # the truth at the start, revealed after the end
+        expect(page.get_by_test_id(f"replay-truth-{loc}")).to_contain_text("HORCRUX")
+    page.keyboard.press("End")
+    expect(page.get_by_test_id("entropy-chart").locator("polyline")).to_have_count(1)
+    expect(page.get_by_test_id("replay")).to_contain_text("Every Voldemort move")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    _shot(page, "replay")
+    assert errors == []
+    context.close()
+
+
+# ---------------------------------------------------------------- 2. two people and a spectator
+HIDDEN_KEYS = ("horcrux_locations", "decoy_locations", "relocations_left", "decoys_left")
+HIDDEN_TEXT = ("voldemort_moved", "plant_decoy", "relocate", '"seed"')
+
+
+def test_two_people_play_and_a_spectator_sees_only_harrys_view(
+    served: Served, browser: Browser
+) -> None:
+    errors: list[str] = []
+    harry_ctx, voldemort_ctx, watch_ctx = (_context(browser) for _ in range(3))
+    harry, voldemort = _page(harry_ctx, errors), _page(voldemort_ctx, errors)
+
+    harry.goto(served.url + "/")
+    harry.get_by_test_id("player-name").fill("Harriet")
+    harry.get_by_test_id("opponent").select_option("human")
+    harry.get_by_test_id("seed").fill("3")  # azkaban, godrics-hollow, the-burrow
+    harry.get_by_test_id("new-game").click()
+    game_id = _game_id(harry)
+    expect(harry.get_by_test_id("status")).to_contain_text("waiting for a second player")
+
+    voldemort.goto(served.url + "/")
+    row = voldemort.locator(f"[data-testid=open-game][data-game='{game_id}']")
+    expect(row).to_contain_text("Harriet (Harry)")
+    _shot(voldemort, "lobby")
+    voldemort.get_by_test_id("player-name").fill("Tom")
+    row.get_by_test_id("join-voldemort").click()
+    expect(voldemort.get_by_test_id("seat-voldemort")).to_be_visible()
+    expect(voldemort.get_by_test_id("truth")).to_contain_text(
+        "Azkaban, Godric's Hollow, The Burrow"
+    )
+
+    # the spectator: every response body and every DOM it shows, recorded while it runs
+    watcher = _page(watch_ctx, errors)
+    bodies: list[str] = []
+
+    def record(response: Response) -> None:
+        if "/games/" in response.url and response.status != 304:
+            bodies.append(response.text())
+
+    watcher.on("response", record)
+    watcher.goto(f"{served.url}/#/game/{game_id}")
+    expect(watcher.get_by_test_id("spectator")).to_be_visible()
+    expect(harry.get_by_test_id("status")).to_contain_text("Voldemort: Tom")
+    doms: list[str] = []
+
+    def watched(turn_text: str) -> None:
+        expect(watcher.get_by_test_id("status")).to_contain_text(turn_text)
+        doms.append(watcher.content())
+
+    # turn 1: a double click on a tile plays one search (If-Match + one move in flight)
+    _my_turn(harry, 1)
+    harry.get_by_test_id("action-search").click()
+    harry.get_by_test_id("loc-azkaban").dblclick()
+    expect(harry.get_by_test_id("to-move")).to_contain_text("Voldemort to move")
+    watched("Voldemort to move")
+    # Voldemort plants a decoy (keyboard: d, then a free location by click)
+    _my_turn(voldemort, 1)
+    expect(voldemort.get_by_test_id("last-harry")).to_contain_text("searched Azkaban")
+    voldemort.keyboard.press("d")
+    voldemort.get_by_test_id("loc-hogwarts").click()
+    expect(voldemort.get_by_test_id("loc-hogwarts")).to_contain_text("DECOY")
+    voldemort.mouse.move(0, 0)
+    _shot(voldemort, "voldemort-seat")
+    # turn 2: Harry searches Hogwarts; Voldemort moves the Horcrux of Azkaban
+    _my_turn(harry, 2)
+    watched("Harry to move")
+    harry.get_by_test_id("action-search").click()
+    harry.get_by_test_id("loc-hogwarts").click()
+    _my_turn(voldemort, 2)
+    voldemort.get_by_test_id("action-relocate").click()
+    voldemort.get_by_test_id("loc-azkaban").click()
+    voldemort.get_by_test_id("loc-gringotts").click()
+    expect(voldemort.get_by_test_id("truth")).to_contain_text("Gringotts")
+    _my_turn(harry, 3)
+    watched("Harry to move")
+
+    events = _events(served, game_id, _token(voldemort, game_id))
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        "game_started",
+        "harry_moved",
+        "voldemort_moved",
+        "harry_moved",
+        "voldemort_moved",
+    ]
+    assert [e["action"]["type"] for e in events[2::2]] == ["plant_decoy", "relocate"]
+    # the spectator saw the game (Harry's two searches on its board), never the truth
+    expect(watcher.get_by_test_id("loc-hogwarts").locator(".chip")).to_have_count(1)
+    expect(watcher.get_by_test_id("loc-azkaban").locator(".chip")).to_have_count(1)
+    assert len(bodies) >= 3
+    for body in bodies:
+        for key in (*HIDDEN_KEYS, *HIDDEN_TEXT):
+            assert key not in body, (key, body[:300])
+    for dom in doms:
+        assert "DECOY" not in dom and "HORCRUX" not in dom
+        assert "planted a decoy" not in dom and "moved a Horcrux" not in dom
+        assert "Voldemort's secrets" not in dom
+    assert doms and all("Harriet" in dom for dom in doms)
+    assert errors == []
+    for ctx in (harry_ctx, voldemort_ctx, watch_ctx):
+        ctx.close()
+
+
+def _token(page: Page, game_id: str) -> str:
+    seats = json.loads(page.evaluate("localStorage.getItem('horcrux.seats.v1')"))
+    token: str = seats[game_id]["token"]
+    return token
+
+
+# ---------------------------------------------------------------- 3. bad input
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("A" * 40, "1-32 characters"),
+        ("<script>alert(1)</script>", "'<' is not allowed"),
+        ('Bob" onmouseover="x', "'\"' is not allowed"),
+    ],
+)
+def test_a_bad_name_gets_a_clear_message_and_writes_nothing(
+    served: Served, browser: Browser, name: str, says: str
+) -> None:
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    before = served.counts()
+    page.goto(served.url + "/")
+    page.get_by_test_id("player-name").fill(name)
+    page.get_by_test_id("new-game").click()
+    message = page.get_by_test_id("message")
+    expect(message).to_contain_text("The game was not created")
+    expect(message).to_contain_text(says)
+    expect(page.get_by_test_id("lobby")).to_be_visible()
+    assert served.counts() == before
+    assert page.locator("script:not([src])").count() == 0  # the name stayed text
+    # joining under that name is refused as well, and the seat stays free
+    created = served.client.create_game({"kind": "human"}, {"kind": "human"}, rules="standard")
+    game_id = created["game_id"]
+    page.reload()
+    row = page.locator(f"[data-testid=open-game][data-game='{game_id}']")
+    row.get_by_test_id("join-voldemort").click()
+    expect(message).to_contain_text("You did not join")
+    expect(message).to_contain_text(says)
+    assert served.client.free_seats(game_id) == ["voldemort"]
+    assert errors == []
+    context.close()
+
+
+def test_a_stale_token_gets_a_clear_message_and_writes_nothing(
+    served: Served, browser: Browser
+) -> None:
+    created = served.client.create_game({"kind": "human"}, {"kind": "ai"}, rules="standard")
+    game_id = created["game_id"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    stale = {game_id: {"seat": "harry", "token": "not-the-token-" + "x" * 30, "name": None}}
+    page.evaluate("s => localStorage.setItem('horcrux.seats.v1', s)", json.dumps(stale))
+    page.goto(f"{served.url}/#/game/{game_id}")
+    message = page.get_by_test_id("message")
+    expect(message).to_contain_text("was refused (unauthorized)")
+    expect(page.get_by_test_id("actions")).to_have_count(0)
+    assert served.client.game(game_id, created["token"])["version"] == created["game"]["version"]
+    assert len(_events(served, game_id)) == 1  # game_started only
+    page.get_by_test_id("leave").click()
+    expect(page.get_by_test_id("lobby")).to_be_visible()
+    assert page.evaluate("localStorage.getItem('horcrux.seats.v1')") == "{}"
+    with pytest.raises(ApiError) as refused:
+        served.client.move(game_id, "not-the-token-" + "x" * 30, {"type": "pass"})
+    assert refused.value.status == 401
+    assert errors == []
+    context.close()
+
+
+def test_a_stale_page_plays_nothing_after_the_game_moved_on(
+    served: Served, browser: Browser
+) -> None:
+    """Two tabs of one seat: the second still shows turn 1 when the first has played it and
+    the AI has answered; its click is refused (If-Match: 412), not played as turn 2."""
+    errors: list[str] = []
+    context = _context(browser)
+    first, second = _page(context, errors), _page(context, errors)
+    first.goto(served.url + "/")
+    first.get_by_test_id("seed").fill(str(SEED))
+    first.get_by_test_id("new-game").click()
+    game_id = _game_id(first)
+    token = _token(first, game_id)
+    second.goto(f"{served.url}/#/game/{game_id}")
+    _my_turn(second, 1)  # it polls every 10 s on its own turn: it stays at turn 1 below
+    _my_turn(first, 1)
+    first.get_by_test_id("action-search").click()
+    first.get_by_test_id("loc-hogwarts").click()
+    _my_turn(first, 2)  # the AI Voldemort has answered
+    assert served.client.game(game_id, token)["turn"] == 2
+    expect(second.get_by_test_id("status")).to_contain_text("Turn 1 /")
+    second.get_by_test_id("action-attack").click()
+    second.get_by_test_id("loc-azkaban").click()
+    expect(second.get_by_test_id("message")).to_contain_text("That move was not played")
+    expect(second.get_by_test_id("message")).to_contain_text("precondition_failed")
+    _my_turn(second, 2)  # and it shows the game as it is now
+    game = served.client.game(game_id, token)
+    assert game["turn"] == 2 and game["view"]["attacks_left"] == STANDARD.attacks
+    assert [e["type"] for e in _events(served, game_id, token)].count("harry_moved") == 1
+    assert errors == []
+    context.close()
