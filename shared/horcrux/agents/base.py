@@ -16,6 +16,7 @@ The entry-point groups are for third-party brains only.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -71,18 +72,25 @@ BUILTIN_MODULES = (
 """The modules whose import registers the built-in brains of both seats (every one of them,
 imported on a registry's first lookup: a built-in never depends on what else was imported)."""
 _builtins = {"loaded": False, "loading": False}
+_builtins_lock = threading.RLock()
+"""Held while the built-ins load: a thread that looks a brain up meanwhile (the local
+server's request threads) waits for every module instead of finding half a registry."""
 
 
 def load_builtin_brains() -> None:
     """Import `BUILTIN_MODULES` once. A name registered before keeps its factory."""
     if _builtins["loaded"]:
         return
-    _builtins["loaded"] = _builtins["loading"] = True
-    try:
-        for module in BUILTIN_MODULES:
-            import_module(module)
-    finally:
-        _builtins["loading"] = False
+    with _builtins_lock:
+        if _builtins["loaded"] or _builtins["loading"]:  # done, or this thread's own import
+            return
+        _builtins["loading"] = True
+        try:
+            for module in BUILTIN_MODULES:
+                import_module(module)
+            _builtins["loaded"] = True
+        finally:
+            _builtins["loading"] = False
 
 
 @dataclass(frozen=True)
@@ -114,12 +122,13 @@ class Registry(Generic[B]):
 
     def _load_plugins(self) -> None:
         load_builtin_brains()
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
-        for ep in entry_points(group=self._group):
-            if ep.name not in self._entries:
-                self._entries[ep.name] = BrainEntry(ep.name, ep.load(), "plugin", True)
+        with _builtins_lock:  # uncontended after the first lookup
+            if self._plugins_loaded:
+                return
+            for ep in entry_points(group=self._group):
+                if ep.name not in self._entries:
+                    self._entries[ep.name] = BrainEntry(ep.name, ep.load(), "plugin", True)
+            self._plugins_loaded = True
 
     def names(self, *, seat_only: bool = False) -> list[str]:
         self._load_plugins()
