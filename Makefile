@@ -86,6 +86,11 @@ unit: venv
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
+# the browser tests' screenshots (lobby, both seats, the replay) and figures into docs/img/web
+.PHONY: screenshots
+screenshots: venv
+	HORCRUX_WEB_SHOTS=docs/img/web $(BIN)/pytest -q tests/test_web.py
+
 bench: venv model
 	@for script in benchmarks/bench_*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; echo; \

@@ -7,8 +7,9 @@ against a real `horcrux serve` subprocess (embedded moto, AI turns in process).
    the game runs; a double click plays one turn;
 3. bad input through the page (an over-long or script-laden name, a stale token): a clear
    message, nothing written;
-4. screenshots of the lobby, both seats and the replay in docs/img/web/, and the figures
-   (first-load bytes, move click to result shown) in docs/img/web/figures.json.
+4. screenshots of the lobby, both seats and the replay, and the figures (first-load bytes,
+   move click to result shown) in figures.json, in build/web-shots/ (`make screenshots`:
+   docs/img/web/).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from horcrux.local.client import ApiError, HorcruxClient
 from horcrux.rules import STANDARD
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOTS = ROOT / "docs" / "img" / "web"
+SHOTS = Path(os.environ.get("HORCRUX_WEB_SHOTS") or ROOT / "build" / "web-shots")
+"""Where the screenshots and figures go: build/web-shots/ (ignored) on every run, so a test
+run leaves the checkout clean; `make screenshots` writes them to docs/img/web/."""
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
