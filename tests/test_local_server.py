@@ -189,7 +189,40 @@ def test_a_bad_content_length_is_a_400_and_nothing_runs(
         sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + payload)
         reply = _read_all(sock)
     assert reply.startswith(b"HTTP/1.1 400"), reply
+    head_part, _, body = reply.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head_part.lower()
+    error = json.loads(body)  # the API's error body, not waitress's plain text
+    assert error["error"] == "bad_request"
+    assert "Content-Length" in error["message"] or "content-length" in error["message"].lower()
     assert _open_games(served) == before
+
+
+def test_a_body_over_the_servers_limit_is_a_json_413_and_nothing_runs(
+    served: ServeProcess,
+) -> None:
+    before = _open_games(served)
+    size = (1 << 20) + 1  # waitress's limit (1 MiB); the API's own 4 KB limit is a JSON 413 too
+    head = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {size}\r\n\r\n".encode()
+    )
+    with _connect(served) as sock:
+        sock.sendall(head)  # the declared length alone is refused, before any body is read
+        reply = _read_all(sock)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    error = json.loads(reply.partition(b"\r\n\r\n")[2])
+    assert error["error"] == "payload_too_large"
+    assert _open_games(served) == before
+
+
+def test_trace_is_a_json_405(served: ServeProcess) -> None:
+    with _connect(served) as sock:
+        sock.sendall(_request("TRACE", "/games", Connection="close"))
+        reply = _read_all(sock)
+    assert reply.startswith(b"HTTP/1.1 405"), reply[:200]
+    head_part, _, body = reply.partition(b"\r\n\r\n")
+    assert json.loads(body)["error"] == "method_not_allowed"
+    assert b"allow:" in head_part.lower()
 
 
 def test_half_sent_requests_are_dropped_after_the_channel_timeout(served: ServeProcess) -> None:

@@ -42,6 +42,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "precondition_failed": 412,
     # 413: a body over the limit
     "payload_too_large": 413,
+    # 431: request headers over the local server's limit (waitress refuses them)
+    "headers_too_large": 431,
     # 415: a declared content type that is not JSON, or a charset other than UTF-8
     "unsupported_media_type": 415,
     # 422: well-formed JSON that is not an acceptable request or a legal move

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
+from horcrux.api.errors import error_json
 from horcrux.local.ai_turns import (
     TURN_TIMEOUT_S,
     WORKERS,
@@ -88,6 +89,37 @@ class ServerOptions:
         return RateLimiter(self.play_rate or unlimited, self.create_rate or unlimited)
 
 
+WAITRESS_ERROR_CODES = {400: "bad_request", 413: "payload_too_large", 431: "headers_too_large"}
+"""The API's error code for each refusal waitress makes itself, before the app (a malformed
+or conflicting Content-Length, a bad chunk, a body over the limit, oversized headers)."""
+
+
+def json_error_channel() -> type:
+    """waitress's channel class, whose own refusals answer the API's JSON error body (with
+    the status waitress chose) instead of its plain text."""
+    from waitress.channel import HTTPChannel
+    from waitress.task import ErrorTask
+
+    class JsonErrorTask(ErrorTask):  # type: ignore[misc]
+        def execute(self) -> None:
+            error = self.request.error
+            code = WAITRESS_ERROR_CODES.get(int(error.code), "bad_request")
+            message = f"{error.reason}: {error.body}".strip().rstrip(":")
+            body = error_json(code, message).encode()
+            self.status = f"{error.code} {error.reason}"
+            self.response_headers.extend(
+                [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+            )
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    class JsonErrorChannel(HTTPChannel):  # type: ignore[misc]
+        error_task_class = JsonErrorTask
+
+    return JsonErrorChannel
+
+
 class LocalHttpServer:
     """A waitress server whose loop `serve_forever()` runs until `stop()` (any thread)."""
 
@@ -109,6 +141,7 @@ class LocalHttpServer:
             ident="horcrux-local",
             clear_untrusted_proxy_headers=True,
         )
+        self._server.channel_class = json_error_channel()
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._closed = False
