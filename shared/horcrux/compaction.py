@@ -153,6 +153,10 @@ def repair(snapshot: GameSnapshot, events: Sequence[AnyEvent]) -> GameSnapshot:
 
 # ---------------------------------------------------------------- the end-of-game record
 def identity(info: SeatInfo) -> str:
+    """An AI seat's brain spec; a person's `player:<id>`: their stable player id (chosen
+    at create/join) or, without one, 16 hex digits of this game's token hash."""
+    if info.kind == "human" and info.player is not None:
+        return seat_identity(info.kind, info.brain, info.player)
     token = info.token_hash[:PLAYER_ID_CHARS] if info.token_hash else None
     return seat_identity(info.kind, info.brain, token)
 

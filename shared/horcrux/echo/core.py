@@ -6,8 +6,8 @@ by default; hours when the config says so and the caller passes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.model import (
@@ -161,6 +161,10 @@ class Consolidation:
     new_beliefs: tuple[str, ...] = ()
     new_skills: tuple[str, ...] = ()
     archived: int = 0
+    evicted: Mapping[str, int] = field(default_factory=dict)
+    """Items the cap evicted, per level (the caller emits `MemoryEvicted`)."""
+    conflicts: tuple[str, ...] = ()
+    """Operator corrections the evidence contradicts (the caller emits an alarm metric)."""
 
 
 def _patterns_from(

@@ -18,7 +18,8 @@ import json
 import logging
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -78,6 +79,23 @@ def _stored_version(store: ScopeStore, agent: str, opponent: str) -> int:
     return int(item["v"]["N"]) if item and "v" in item else 0
 
 
+@lru_cache(maxsize=256)
+def reads_memory(agent: str, rules: str = "classic") -> bool:
+    """Whether the AI Harry `agent` (a brain spec, as seated) reads cross-game memory at
+    its start-up: a `planner` or `gated` in the default mode. Memory is written only for
+    these (`remember`); the operator routes refuse any other agent."""
+    from horcrux.agents import HARRY_BRAINS
+    from horcrux.rules import PRESETS
+    from horcrux.service.ai import memory_planner
+
+    preset = PRESETS.get(rules, PRESETS["classic"])
+    try:
+        brain = HARRY_BRAINS.create(agent, preset, for_seat=True, settings={})
+    except Exception:  # an unknown brain, a bad parameter, a brain needing a key
+        return False
+    return memory_planner(brain) is not None
+
+
 def remember(
     store: ScopeStore,
     summary: GameSummary,
@@ -85,11 +103,12 @@ def remember(
     events: Sequence[AnyEvent] | None = None,
     config: EchoConfig | None = None,
 ) -> Consolidation | None:
-    """Consolidate a finished game into its scope's memory (None: a person's Harry, or
-    already consolidated). Retries a moved version; Conflict(`busy`) after 3 tries."""
+    """Consolidate a finished game into its scope's memory (None: a person's Harry, a
+    brain that does not read memory (`reads_memory`), or already consolidated). Retries a
+    moved version; Conflict(`busy`) after 3 tries."""
     scope = summary.scope
-    if scope is None:
-        return None
+    if scope is None or not reads_memory(scope[0], summary.rules):
+        return None  # a person's Harry, or a brain that never reads memory: nothing kept
     cfg = config or default_config()
     for _ in range(ATTEMPTS):
         try:
@@ -109,16 +128,7 @@ def remember(
             store.put_scope_item(encode_memory(new), version)
         except Conflict:
             continue
-        return Consolidation(
-            new,
-            result.dropped,
-            result.dropped_share,
-            result.leaked,
-            result.superseded,
-            result.new_beliefs,
-            result.new_skills,
-            result.archived,
-        )
+        return replace(result, memory=new)
     raise Conflict(f"the memory of {scope[0]} vs {scope[1]} kept changing; retry", reason="busy")
 
 
@@ -166,6 +176,7 @@ __all__ = [
     "encode_memory",
     "forget",
     "load",
+    "reads_memory",
     "remember",
     "startup",
 ]
