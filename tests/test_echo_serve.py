@@ -69,5 +69,5 @@ def test_a_finished_ai_game_on_serve_shows_in_get_memory() -> None:
         assert {i["level"] for i in memory["items"]} >= {"experience"}
         # the finished game is compacted once: reading it again does not run it again
         get_json(f"{server.url}/games/{game_id}")
-        code, _, again = request_json("GET", memory_url, headers=auth)
-        assert again["version"] == memory["version"] and again["games"] == 1
+        status, _, again = request_json("GET", memory_url, headers=auth)
+        assert status == 200 and again["version"] == memory["version"] and again["games"] == 1
