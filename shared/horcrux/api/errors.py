@@ -39,6 +39,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "idempotency_in_progress": 409,
     "stale_version": 409,  # ?expected_version= names a version the game is no longer at
     "memory_full": 409,  # a memory scope's corrections are at their budget: retire one first
+    "memory_unreadable": 409,  # a stored memory item that does not decode: rebuilt on a write
     # 412: `If-Match` names a version the game is no longer at
     "precondition_failed": 412,
     # 413: a body over the limit

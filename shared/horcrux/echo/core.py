@@ -449,12 +449,12 @@ def consolidate(
     now = float(memory.games + 1) if clock is None else clock
     salt = summary.game_id
     won = summary.winner == "harry"
-    # what this game's start-up recalled (the memory line's recall, on the memory the
-    # game read) was accessed: reinforced, like a belief it applied
-    from horcrux.echo.recall import recall
-    from horcrux.echo.use import LINE_QUERY
+    # what this game's start-up recalled into its memory line (on the memory the game
+    # read) was accessed: reinforced, like a belief it applied
+    from horcrux.echo.use import memory_line
 
-    recalled = {r.item.id for r in recall(memory, LINE_QUERY, config=cfg)}
+    line = memory_line(memory, cfg) or ""
+    recalled = {it.id for it in memory.items if it.text and it.text in line}
     items: list[AnyItem] = [
         reinforce(it, now, cfg) if it.id in recalled else it for it in memory.items
     ]
@@ -479,11 +479,13 @@ def consolidate(
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
-    before = max(1, len(memory.items))
-    share = dropped / before
+    # the guard watches what the memory held before this game (not this game's own items)
+    previous = {it.id for it in memory.items}
+    lost_old = sum(it.id in previous for it in (*capped.forgotten, *capped.evicted))
+    share = lost_old / max(1, len(memory.items))
     # the leak guard, at any size: a consolidation that would drop too much at once
     # quarantines what it would drop (kept for review) and still learns the game
-    leaked = dropped > 0 and share > cfg.max_drop_share
+    leaked = lost_old > 0 and share > cfg.max_drop_share
     quarantine = list(memory.quarantine)
     counters = dict(memory.counters)
     evicted = Counter(it.level for it in capped.evicted)
