@@ -5,6 +5,8 @@ memory of a human opponent across games; memory is written only for brains that 
 from __future__ import annotations
 
 import json
+import pathlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +27,7 @@ from horcrux.store.port import SeatInfo, hash_token
 from horcrux.store.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
@@ -143,3 +146,58 @@ def test_memory_is_written_only_for_a_brain_that_reads_it(
     assert (outcome.memory is not None) is written
     memory, _ = persist.load(store, brain, "reference")
     assert (memory is not None) is written
+
+
+# ---------------------------------------------------------------- the serve stand-in
+def test_the_stand_in_uses_the_compaction_lambdas_filter_and_record_handler() -> None:
+    from horcrux.compaction_records import FINAL_EVENT_FILTER
+    from horcrux.local.ai_turns import _matches, final_record
+    from infra import names
+
+    text = (ROOT / "infra" / "names.py").read_text()
+    assert '"winner": {"S": [{"exists": True}]}' in text  # the CDK's filter, the same
+    assert FINAL_EVENT_FILTER["dynamodb"] == {"NewImage": {"winner": {"S": [{"exists": True}]}}}
+    assert _matches(final_record("g", 9, "harry"), FINAL_EVENT_FILTER)
+    turn = final_record("g", 9, "harry")
+    del turn["dynamodb"]["NewImage"]["winner"]
+    assert not _matches(turn, FINAL_EVENT_FILTER)  # a non-final event never reaches it
+    handler = (ROOT / "lambdas" / "compaction" / "handler.py").read_text()
+    assert "compaction_record_handler(" in handler  # the Lambda runs the shared function
+
+
+def test_the_stand_in_retries_a_failed_compaction_until_it_lands(store: Any) -> None:
+    """A compaction that fails (the store is down) is retried, never dropped."""
+    from horcrux.local.ai_turns import AiTurns
+
+    seats: dict[Any, SeatInfo] = {
+        "harry": SeatInfo(kind="ai", brain="planner"),
+        "voldemort": SeatInfo(kind="ai", brain="reference"),
+    }
+    start_game(store, "r1", CLASSIC, 4, seats)
+    play_to_end(store, "r1")
+    real = compaction.compact
+    failures = {"left": 2}
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise ConnectionError("the database is down")
+        return real(*args, **kw)
+
+    import horcrux.compaction_records as records
+
+    original = records.compact
+    records.compact = flaky  # type: ignore[assignment]
+    ai = AiTurns(GameService(store), workers=1, backoff_s=0.01, max_backoff_s=0.02)
+    try:
+        ai.enqueue("r1")
+        deadline = time.monotonic() + 30
+        while "r1" not in ai.compacted:
+            assert time.monotonic() < deadline, "the compaction was dropped"
+            time.sleep(0.01)
+    finally:
+        records.compact = original  # type: ignore[assignment]
+        ai.stop(1.0)
+    assert ai.failures == 2 and ai.metrics.counts["MemoryConsolidated"] == 1
+    memory, _ = persist.load(store, "planner", "reference")
+    assert memory is not None and memory.last_game == "r1"
