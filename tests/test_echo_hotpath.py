@@ -152,7 +152,6 @@ def test_memory_is_written_only_for_a_brain_that_reads_it(
 def test_the_stand_in_uses_the_compaction_lambdas_filter_and_record_handler() -> None:
     from horcrux.compaction_records import FINAL_EVENT_FILTER
     from horcrux.local.ai_turns import _matches, final_record
-    from infra import names
 
     text = (ROOT / "infra" / "names.py").read_text()
     assert '"winner": {"S": [{"exists": True}]}' in text  # the CDK's filter, the same
