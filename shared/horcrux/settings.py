@@ -368,6 +368,12 @@ def compaction_settings(env: Env | None = None) -> CompactionSettings:
     )
 
 
+def echo_config_file(env: Env | None = None) -> str:
+    """HORCRUX_ECHO_CONFIG: the ECHO config file to read instead of the shipped echo.toml
+    (empty: the shipped one). Read where the config is loaded (`echo.config`)."""
+    return (_text(os.environ if env is None else env, "HORCRUX_ECHO_CONFIG") or "").strip()
+
+
 __all__ = [
     "ENV_PREFIX",
     "MEASURES",
@@ -384,5 +390,6 @@ __all__ = [
     "TurnSettings",
     "api_settings",
     "compaction_settings",
+    "echo_config_file",
     "turn_settings",
 ]

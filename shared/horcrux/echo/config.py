@@ -7,7 +7,6 @@ Every key is checked: an unknown section or key, or a value of the wrong type, i
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -203,9 +202,11 @@ def load_config(path: str | Path | None = None) -> EchoConfig:
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The file `HORCRUX_ECHO_CONFIG` names, else the shipped echo.toml."""
-    env = os.environ if environ is None else environ
-    named = env.get(ENV_CONFIG, "").strip()
+    """The file `HORCRUX_ECHO_CONFIG` names (`settings.echo_config_file`), else the
+    shipped echo.toml."""
+    from horcrux.settings import echo_config_file
+
+    named = echo_config_file(environ)
     return Path(named) if named else CONFIG_PATH
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from horcrux.echo.config import EchoConfig, default_config
+from horcrux.echo.decay import reinforce, retention
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     MEMORY_SCHEMA,
@@ -36,7 +37,6 @@ from horcrux.views import voldemort_view
 SEEN_MAX = 20
 HISTORY_MAX = 12
 """Superseded beliefs and skills kept per scope (the oldest archived beyond: counted)."""
-LIFE_MAX_FACTOR = 1024.0
 QUARANTINE_MAX = 100
 """Quarantined items kept per scope for review (the oldest beyond: evicted, counted)."""
 PRIOR_FLOOR = 0.05
@@ -132,25 +132,6 @@ def extract(
     else:
         add("win", False, f"lost against {opp}: {summary.end_reason or 'time'}")
     return out
-
-
-# ---------------------------------------------------------------- decay
-def retention(item: AnyItem, clock: float, config: EchoConfig | None = None) -> float:
-    """0.5 ** (time since the last access / the item's half-life); 1 if protected."""
-    cfg = config or default_config()
-    if not cfg.decay_enabled or protected(item):
-        return 1.0
-    age = max(0.0, clock - item.last_access)
-    return float(0.5 ** (age / item.life))
-
-
-def reinforce(item: AnyItem, clock: float, config: EchoConfig | None = None) -> AnyItem:
-    """An access: the half-life times the multiplier (x2), the clock restarted."""
-    cfg = config or default_config()
-    life = min(item.life * cfg.reinforcement_multiplier, cfg.half_life * LIFE_MAX_FACTOR)
-    return item.model_copy(
-        update={"life": life, "last_access": clock, "accesses": item.accesses + 1}
-    )
 
 
 # ---------------------------------------------------------------- consolidation

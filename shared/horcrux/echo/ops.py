@@ -8,7 +8,7 @@ writes; the read-only operator (`HORCRUX_OPERATOR_READONLY_TOKEN_SHA256`, or the
 A seat token is never an operator token. No operator configured: every call is refused.
 
 A scope must be one memory is kept for: the agent a brain that reads memory
-(`persist.reads_memory`), the opponent a Voldemort brain's name (no parameter) or a
+(`readers.reads_memory`), the opponent a Voldemort brain's name (no parameter) or a
 person's `player:<16 hex>`. Anything else is refused (422 `unknown_scope`), never stored.
 """
 
@@ -28,9 +28,9 @@ from horcrux.echo.core import (
     UnknownItem,
     add_correction,
     confirm_correction,
-    retention,
     retire_correction,
 )
+from horcrux.echo.decay import retention
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     AnyItem,

@@ -19,7 +19,6 @@ import logging
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.core import EXPECTED_KEYS, Consolidation, check, consolidate, rebuild
 from horcrux.echo.model import MEMORY_SCHEMA, EchoMemory, protected
+from horcrux.echo.readers import reads_memory
 from horcrux.store.port import AnyEvent, Conflict, ScopeStore
 from horcrux.store.results import GameSummary, Item, memory_key, recent_key
 
@@ -77,23 +77,6 @@ def load(store: ScopeStore, agent: str, opponent: str) -> tuple[EchoMemory | Non
 def _stored_version(store: ScopeStore, agent: str, opponent: str) -> int:
     item = store.scope_item(memory_key(agent, opponent))
     return int(item["v"]["N"]) if item and "v" in item else 0
-
-
-@lru_cache(maxsize=256)
-def reads_memory(agent: str, rules: str = "classic") -> bool:
-    """Whether the AI Harry `agent` (a brain spec, as seated) reads cross-game memory at
-    its start-up: a `planner` or `gated` in the default mode. Memory is written only for
-    these (`remember`); the operator routes refuse any other agent."""
-    from horcrux.agents import HARRY_BRAINS
-    from horcrux.rules import PRESETS
-    from horcrux.service.ai import memory_planner
-
-    preset = PRESETS.get(rules, PRESETS["classic"])
-    try:
-        brain = HARRY_BRAINS.create(agent, preset, for_seat=True, settings={})
-    except Exception:  # an unknown brain, a bad parameter, a brain needing a key
-        return False
-    return memory_planner(brain) is not None
 
 
 def remember(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.echo.readers import memory_planner
 from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
@@ -39,7 +40,7 @@ from horcrux.store.port import (
 from horcrux.views import harry_view, voldemort_view
 
 if TYPE_CHECKING:  # the brains bring numpy: imported where a brain is built, not at start-up
-    from horcrux.agents.planner import PlannerHarry
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +84,6 @@ def rebuilt_from_view(brain: Any) -> bool:
     from horcrux.agents.planner import PlannerHarry
 
     return isinstance(brain, PlannerHarry)
-
-
-def memory_planner(brain: Any) -> PlannerHarry | None:
-    """The planner whose adversary models cross-game memory sets (default mode only)."""
-    from horcrux.agents.gated import GatedHarry
-    from horcrux.agents.planner import PlannerHarry
-    from horcrux.belief.bayes import DEFAULT_MODE
-
-    planner = brain.planner if isinstance(brain, GatedHarry) else brain
-    if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
-        return planner if planner.mode == DEFAULT_MODE else None
-    return None
 
 
 def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) -> MemoryRead:
