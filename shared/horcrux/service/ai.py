@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.echo.readers import memory_planner
 from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
@@ -40,7 +39,7 @@ from horcrux.store.port import (
 from horcrux.views import harry_view, voldemort_view
 
 if TYPE_CHECKING:  # the brains bring numpy: imported where a brain is built, not at start-up
-    pass
+    from horcrux.agents.planner import PlannerHarry
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +83,14 @@ def rebuilt_from_view(brain: Any) -> bool:
     from horcrux.agents.planner import PlannerHarry
 
     return isinstance(brain, PlannerHarry)
+
+
+def memory_planner(brain: Any) -> PlannerHarry | None:
+    """The planner whose adversary models cross-game memory sets (default mode only):
+    `horcrux.echo.readers.memory_planner`, imported on use (it loads the memory code)."""
+    from horcrux.echo.readers import memory_planner as planner_of
+
+    return planner_of(brain)
 
 
 def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) -> MemoryRead:
