@@ -9,7 +9,10 @@ Every alarm fires on one 5-minute period, treats missing data as fine and notifi
 - per stream consumer: iterator age (>= 60 s) and its failed-records queue's depth (>= 1);
 - the compaction's `ReplayMismatch` metric (>= 1: a snapshot differed from its log's replay);
 - the compaction's `MemoryLeakPrevented` metric (>= 1: a consolidation would have dropped too
-  much of a scope's memory; the previous items were kept, docs/ECHO.md).
+  much of a scope's memory at once; what it would drop is quarantined for review, docs/ECHO.md);
+- the compaction's `MemoryEvicted` metric (>= 1: a level's budget evicted items);
+- the compaction's `MemoryCorrectionConflict` metric (>= 1: games contradict an operator's
+  correction; confirm or retire it).
 
 The dashboard also graphs an AI Harry's memory start-ups (`MemoryRead`, `MemoryRebuilt`,
 `MemoryUnavailable`, from the harry_turn function). A rebuild is not alarmed: a schema
@@ -54,6 +57,16 @@ def replay_mismatch_metric() -> cloudwatch.Metric:
 def memory_leak_metric() -> cloudwatch.Metric:
     """The compaction's `MemoryLeakPrevented` metric (ECHO's leaky bucket)."""
     return service_metric(names.MEMORY_LEAK_METRIC, names.COMPACTION_SERVICE)
+
+
+def memory_evicted_metric() -> cloudwatch.Metric:
+    """The compaction's `MemoryEvicted` metric (items a level's budget evicted)."""
+    return service_metric(names.MEMORY_EVICTED_METRIC, names.COMPACTION_SERVICE)
+
+
+def memory_conflict_metric() -> cloudwatch.Metric:
+    """The compaction's `MemoryCorrectionConflict` metric (a contradicted correction)."""
+    return service_metric(names.MEMORY_CONFLICT_METRIC, names.COMPACTION_SERVICE)
 
 
 def memory_startup_metrics() -> list[cloudwatch.IMetric]:
@@ -152,7 +165,19 @@ class Monitoring(Construct):
             names.MEMORY_LEAK_METRIC,
             memory_leak_metric(),
             1,
-            "a cross-game memory consolidation would have dropped too much (previous kept)",
+            "a cross-game memory consolidation would have dropped too much (quarantined)",
+        )
+        self._alarm(
+            names.MEMORY_EVICTED_METRIC,
+            memory_evicted_metric(),
+            1,
+            "the cross-game memory cap evicted items (a level over its budget)",
+        )
+        self._alarm(
+            names.MEMORY_CONFLICT_METRIC,
+            memory_conflict_metric(),
+            1,
+            "games contradict an operator's memory correction (confirm or retire it)",
         )
         self.dashboard = self._dashboard(storage, api, functions, dead_letter_queues)
 

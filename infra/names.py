@@ -61,6 +61,8 @@ REPLAY_MISMATCH_METRIC: Final = "ReplayMismatch"
 HARRY_TURN_SERVICE: Final = "horcrux-harry-turn"  # lambdas/harry_turn/handler.py
 # cross-game memory (docs/ECHO.md): the compaction's leaky bucket, an AI Harry's start-up
 MEMORY_LEAK_METRIC: Final = "MemoryLeakPrevented"  # service: compaction
+MEMORY_EVICTED_METRIC: Final = "MemoryEvicted"  # the cap evicted items (service: compaction)
+MEMORY_CONFLICT_METRIC: Final = "MemoryCorrectionConflict"  # evidence contradicts a correction
 MEMORY_STARTUP_METRICS: Final = ("MemoryRead", "MemoryRebuilt", "MemoryUnavailable")
 
 # ------------------------------------------------------------------ stream consumers

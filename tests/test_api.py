@@ -618,13 +618,24 @@ def test_the_readme_and_api_docs_show_the_create_response_that_runs(api: ApiClie
     shown = re.search(r"# -> (\{.*\})", block)
     assert shown is not None, "the README shows the create response"
     keys = re.findall(r'"(\w+)":', shown.group(1))
-    assert keys == list(real) == ["game_id", "seat", "token", "game"]
+    assert keys == list(real) == ["game_id", "seat", "token", "player", "player_key", "game"]
     api_md = (ROOT / "docs" / "API.md").read_text()
-    assert "| `POST /games` | none | 201: `{game_id, seat, token, game}` (+ `invite`" in api_md
+    assert (
+        "| `POST /games` | none | 201: `{game_id, seat, token, player, player_key, game}` "
+        "(+ `invite`" in api_md
+    )
     private = api.call(
         "POST", "/games", body={"seats": {"harry": HUMAN, "voldemort": HUMAN}, "private": True}
     )
-    assert list(private.body) == ["game_id", "seat", "token", "game", "invite"]
+    assert list(private.body) == [
+        "game_id",
+        "seat",
+        "token",
+        "player",
+        "player_key",
+        "game",
+        "invite",
+    ]
     for cited in ("GAME.md", "BELIEF.md", "the article"):
         assert cited not in api_md
 

@@ -32,7 +32,7 @@ from horcrux.echo import (
     reinforce,
     retention,
 )
-from horcrux.echo.config import CONFIG_PATH, parse_simple_yaml
+from horcrux.echo.config import CONFIG_PATH
 from horcrux.echo.model import protected
 from horcrux.echo.recall import cosine, hash_vector
 from horcrux.echo.season import run_season
@@ -74,10 +74,12 @@ def summary(
         for i in range(late)
     ]
     decoys = [
-        DecoyRecord(turn=8, location="shack", at_harry_top=True, attacked_turn=9)
+        DecoyRecord(turn=8, location="shack", at_harry_top=True, attacked_turn=9, at_rule_top=True)
         for _ in range(decoys_at_top)
     ] + [
-        DecoyRecord(turn=2, location="ministry", at_harry_top=False, attacked_turn=None)
+        DecoyRecord(
+            turn=2, location="ministry", at_harry_top=False, attacked_turn=None, at_rule_top=False
+        )
         for _ in range(decoys_away)
     ]
     return GameSummary(
@@ -113,20 +115,17 @@ def season_of(summaries: list[GameSummary], memory: EchoMemory | None = None) ->
 
 
 # ---------------------------------------------------------------- config
-def test_the_thresholds_come_from_the_shipped_yaml() -> None:
+def test_the_thresholds_come_from_the_shipped_toml() -> None:
     assert (CFG.pattern_threshold, CFG.belief_threshold, CFG.skill_threshold) == (3, 5, 10)
     assert CFG.half_life_hours == 168 and CFG.reinforcement_multiplier == 2
     assert CFG.dedup_threshold == 0.85 and CFG.max_results == 10
-    assert CFG.keep_max == min(CFG.cap, CFG.target)
-    # the fallback parser reads the shipped file exactly as PyYAML does
-    yaml = pytest.importorskip("yaml")
-    text = CONFIG_PATH.read_text()
-    assert parse_simple_yaml(text) == yaml.safe_load(text)
+    assert CFG.keep_max == sum(n for _, n in CFG.budgets) <= CFG.cap
+    assert CONFIG_PATH.name == "echo.toml" and load_config(CONFIG_PATH) == CFG
 
 
 def test_a_config_file_can_change_the_thresholds(tmp_path: Any) -> None:
-    path = tmp_path / "echo.yaml"
-    path.write_text("memory:\n  consolidation:\n    pattern_threshold: 2  # two\n")
+    path = tmp_path / "echo.toml"
+    path.write_text("[memory.consolidation]\npattern_threshold = 2  # two\n")
     assert load_config(path).pattern_threshold == 2
 
 
@@ -138,7 +137,7 @@ def test_experiences_are_extracted_deterministically_from_the_summary() -> None:
     texts = [e.text for e in exp]
     assert "relocated at once after my positive at hogwarts" in texts
     assert "relocated 3 turns after my positive at gringotts" in texts
-    assert "decoy at my top location shack" in texts
+    assert "decoy at my top evidence location shack" in texts
     assert "attack wasted on a decoy at shack" in texts
     assert any(t.startswith("lost against reference") for t in texts)
     by = {(e.subject, e.success) for e in exp}
@@ -249,23 +248,16 @@ def test_memory_stays_under_its_cap_over_a_1000_game_season() -> None:
     assert max(sizes) <= CFG.keep_max
 
 
+TIGHT = (("experience", 2), ("pattern", 1), ("belief", 1), ("skill", 1), ("correction", 1))
+
+
 def test_protected_items_survive_a_tight_cap() -> None:
-    cfg = replace(CFG, cap=6, target=6, max_drop_share=1.0)
+    cfg = replace(CFG, budgets=TIGHT, max_drop_share=1.0)
     memory = add_correction(fresh(), wrong="x", right="y")
     for i in range(10):
         memory = consolidate(memory, summary(f"g{i}", decoys_away=2), config=cfg).memory
         assert any(isinstance(it, Correction) for it in memory.items)
-        assert len(memory.items) <= 6
-
-
-def test_the_leaky_bucket_keeps_the_previous_version() -> None:
-    memory = season_of([summary(f"g{i}", decoys_away=3) for i in range(4)])
-    assert len(memory.items) >= 10
-    tight = replace(CFG, cap=3, target=3, max_drop_share=0.16)
-    result = consolidate(memory, summary("next"), config=tight)
-    assert result.leaked and result.dropped_share > 0.16
-    assert result.memory.items == memory.items  # the previous version kept
-    assert result.memory.last_game == "next"  # the hot path still says what was read
+        assert len(memory.of_level("experience")) <= 2
 
 
 # ---------------------------------------------------------------- recall

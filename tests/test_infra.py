@@ -557,7 +557,7 @@ def test_the_replay_mismatch_alarm_watches_the_compactions_metric(doc: Json) -> 
     assert alarm["Dimensions"] == [{"Name": "service", "Value": "compaction"}]
     assert alarm["Statistic"] == "Sum"
     assert alarm["Threshold"] == 1
-    handler = (ROOT / "lambdas" / "compaction" / "handler.py").read_text()
+    handler = (ROOT / "shared" / "horcrux" / "compaction_records.py").read_text()
     assert 'SERVICE = "compaction"' in handler and 'name="ReplayMismatch"' in handler
 
 
@@ -566,8 +566,13 @@ def test_the_memory_leak_alarm_and_the_memory_start_up_graph(doc: Json) -> None:
     assert alarm["Namespace"] == "HorcruxHunt" and alarm["Statistic"] == "Sum"
     assert alarm["Dimensions"] == [{"Name": "service", "Value": "compaction"}]
     assert alarm["Threshold"] == 1
-    compaction = (ROOT / "lambdas" / "compaction" / "handler.py").read_text()
+    compaction = (ROOT / "shared" / "horcrux" / "compaction_records.py").read_text()
     assert 'name="MemoryLeakPrevented"' in compaction
+    for metric in (names.MEMORY_EVICTED_METRIC, names.MEMORY_CONFLICT_METRIC):
+        (alarm,) = _find_alarm(doc, metric)
+        assert alarm["Threshold"] == 1 and alarm["Statistic"] == "Sum"
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "compaction"}]
+        assert f'name="{metric}"' in compaction
     harry = (ROOT / "lambdas" / "harry_turn" / "handler.py").read_text()
     assert f'service="{names.HARRY_TURN_SERVICE}"' in harry
     assert all(f'"{name}"' in harry for name in names.MEMORY_STARTUP_METRICS)

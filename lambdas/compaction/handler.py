@@ -9,7 +9,9 @@ reads it). docs/COMPACTION.md has the record, the keys and the stream filter.
 Which records do work: an `INSERT` whose NewImage carries `winner` (the event that ends a
 game). Everything else (a non-final event, a MODIFY, a TTL `REMOVE`) succeeds doing nothing:
 the belief history is kept on the snapshot, bounded, by the turn Lambdas, so there is
-nothing to maintain per event. The CDK's filter keeps those records away anyway:
+nothing to maintain per event. The record handler itself is
+`horcrux.compaction_records.compaction_record_handler`: `horcrux serve` delivers a local
+game's final event to the same function. The CDK's filter keeps those records away anyway:
 
     {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"winner": {"S": [{"exists": true}]}}}}
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -31,24 +33,22 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
-    DynamoDBRecord,
-    DynamoDBRecordEventName,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from horcrux.compaction import compact
+from horcrux.compaction_records import (
+    SERVICE,
+    MetricSink,
+    compaction_record_handler,
+    final_event,
+    logger,
+)
 from horcrux.settings import CompactionSettings, compaction_settings
-from horcrux.store import codec
 from horcrux.store.port import ResultStore
 
 SETTINGS = compaction_settings()  # the environment, read once (a bad value fails the init)
 NAMESPACE = SETTINGS.metrics_namespace
-SERVICE = "compaction"
-
-logger = Logger(service=SERVICE)
 Handler = Callable[[dict[str, Any], LambdaContext | None], PartialItemFailureResponse]
-AnyMetrics = Metrics | EphemeralMetrics
+AnyMetrics = Metrics | EphemeralMetrics | MetricSink
 
 _store: ResultStore | None = None
 
@@ -69,24 +69,6 @@ def set_store(store: ResultStore | None) -> None:
     _store = store
 
 
-def final_event(record: DynamoDBRecord) -> tuple[str, int] | None:
-    """(game id, seq) of a record that ends a game; None for a record with nothing to do.
-
-    Raises ValueError on a malformed record (reported as a failed batch item)."""
-    if record.event_name != DynamoDBRecordEventName.INSERT:
-        return None
-    stream = record.dynamodb
-    image = stream.new_image if stream is not None else {}
-    if not image:
-        raise ValueError("an INSERT without a NewImage: the stream must be NEW_IMAGE")
-    if "winner" not in image:
-        return None
-    try:
-        return codec.game_id_of(str(image["pk"])), int(image["seq"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"malformed event image: {exc!r}") from exc
-
-
 def make_handler(
     store: ResultStore | Callable[[], ResultStore] | None = None,
     metrics: AnyMetrics | None = None,
@@ -100,7 +82,7 @@ def make_handler(
     scope's recent results; `settings` default to the module's, read at cold start."""
     config = settings or SETTINGS
     bound = keep if keep else config.results_keep
-    sink: AnyMetrics = (
+    sink: Any = (
         metrics
         if metrics is not None
         else Metrics(namespace=config.metrics_namespace, service=SERVICE)
@@ -113,42 +95,7 @@ def make_handler(
             return store
         return store()
 
-    def record_handler(record: DynamoDBRecord) -> str:
-        try:
-            final = final_event(record)
-            if final is None:
-                return "skipped"
-            game_id, seq = final
-            outcome = compact(get_store(), game_id, final_seq=seq, keep=bound)
-        except Exception:
-            logger.exception("compaction failed", extra={"event_id": record.event_id})
-            raise
-        if outcome.mismatch is not None:
-            sink.add_metric(name="ReplayMismatch", unit=MetricUnit.Count, value=1)
-            logger.warning(
-                "snapshot differs from the replay of the events; repaired from the events",
-                extra={"mismatch": outcome.mismatch.model_dump(mode="json")},
-            )
-        if outcome.written:
-            sink.add_metric(name="ResultsWritten", unit=MetricUnit.Count, value=1)
-        if outcome.memory is not None:
-            sink.add_metric(name="MemoryConsolidated", unit=MetricUnit.Count, value=1)
-            if outcome.memory.leaked:  # the leaky bucket: the previous version was kept
-                sink.add_metric(name="MemoryLeakPrevented", unit=MetricUnit.Count, value=1)
-                logger.warning(
-                    "a consolidation would drop too much memory; kept the previous version",
-                    extra={"game_id": game_id, "dropped_share": outcome.memory.dropped_share},
-                )
-        logger.info(
-            "game compacted",
-            extra={
-                "game_id": game_id,
-                "winner": outcome.summary.winner,
-                "written": outcome.written,
-                "repaired": outcome.repaired,
-            },
-        )
-        return "written" if outcome.written else "already-written"
+    record_handler = compaction_record_handler(get_store, sink, keep=bound)
 
     def handler(event: dict[str, Any], context: LambdaContext | None) -> PartialItemFailureResponse:
         processor = BatchProcessor(
@@ -171,3 +118,5 @@ def make_handler(
 
 
 handler = make_handler()
+
+__all__ = ["default_store", "final_event", "handler", "logger", "make_handler", "set_store"]

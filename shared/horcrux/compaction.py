@@ -153,6 +153,10 @@ def repair(snapshot: GameSnapshot, events: Sequence[AnyEvent]) -> GameSnapshot:
 
 # ---------------------------------------------------------------- the end-of-game record
 def identity(info: SeatInfo) -> str:
+    """An AI seat's brain spec; a person's `player:<id>`: their stable player id (chosen
+    at create/join) or, without one, 16 hex digits of this game's token hash."""
+    if info.kind == "human" and info.player is not None:
+        return seat_identity(info.kind, info.brain, info.player)
     token = info.token_hash[:PLAYER_ID_CHARS] if info.token_hash else None
     return seat_identity(info.kind, info.brain, token)
 
@@ -269,6 +273,14 @@ def summarise_game(
                         attacked_turn=None,
                     )
                 )
+    from horcrux.echo.core import decoy_rule_hits  # ECHO's `plant_top`: one definition
+
+    hits = decoy_rule_hits(events)
+    if len(hits) == len(decoys):
+        decoys = [
+            d.model_copy(update={"at_rule_top": hit})
+            for d, (_, hit) in zip(decoys, hits, strict=True)
+        ]
     harry, voldemort = seats["harry"], seats["voldemort"]
     return GameSummary(
         game_id=game_id,
@@ -336,7 +348,12 @@ def compact(
         # (`written` False): the memory is idempotent per game and may be what failed.
         from horcrux.echo.persist import remember
 
-        memory = remember(store, summary, events=events)  # type: ignore[arg-type]
+        memory = remember(  # the hours clock, if configured: the game's creation time
+            store,  # type: ignore[arg-type]
+            summary,
+            events=events,
+            hours=snapshot.created_at / 3600.0,
+        )
     return CompactionOutcome(
         summary=summary, mismatch=mismatch, repaired=repaired, written=written, memory=memory
     )

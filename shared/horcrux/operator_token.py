@@ -53,11 +53,22 @@ class OperatorAccess:
 
     token_sha256: str
     agents: tuple[str, ...] = (EVERY_AGENT,)
+    readonly_sha256: str = ""
+    """The read-only operator's token SHA-256 (may read, search and export memory, never
+    write it); empty: no read-only operator."""
 
     def accepts(self, token: str) -> bool:
         """Whether `token` (as sent in `Authorization: Bearer ...`) is the operator's."""
+        return self.role(token) is not None
+
+    def role(self, token: str) -> str | None:
+        """`write` (the operator), `read` (the read-only operator), or None."""
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-        return hmac.compare_digest(digest, self.token_sha256)
+        if self.token_sha256 and hmac.compare_digest(digest, self.token_sha256):
+            return "write"
+        if self.readonly_sha256 and hmac.compare_digest(digest, self.readonly_sha256):
+            return "read"
+        return None
 
     def reaches(self, agent: str) -> bool:
         return EVERY_AGENT in self.agents or agent in self.agents
@@ -101,7 +112,12 @@ def access_from_secret(value: Any) -> OperatorAccess | None:
             raise InvalidOperatorSecret(f"the operator secret is not valid JSON: {exc}") from None
     if not isinstance(value, Mapping):
         raise InvalidOperatorSecret("the operator secret must be a digest or a JSON object")
-    return OperatorAccess(_digest(value.get("sha256")), _agents(value.get("agents")))
+    readonly = value.get("readonly_sha256")
+    return OperatorAccess(
+        _digest(value.get("sha256")),
+        _agents(value.get("agents")),
+        _digest(readonly) if readonly is not None else "",
+    )
 
 
 def max_age_from_env(environ: Mapping[str, str]) -> int:

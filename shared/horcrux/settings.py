@@ -170,6 +170,8 @@ class OperatorSettings(_Settings):
     it reaches (`*`: all). No operator configured: every memory call is refused (403)."""
 
     token_sha256: str = Field(default="", repr=False)
+    readonly_sha256: str = Field(default="", repr=False)
+    """HORCRUX_OPERATOR_READONLY_TOKEN_SHA256: the read-only operator (GET routes only)."""
     agents: tuple[str, ...] = ("*",)
     secret_arn: str = ""
     max_age_s: int = Field(default=300, ge=0)
@@ -177,8 +179,13 @@ class OperatorSettings(_Settings):
     @classmethod
     def from_env(cls, env: Env) -> OperatorSettings:
         digest = (_text(env, "HORCRUX_OPERATOR_TOKEN_SHA256") or "").lower()
-        if digest and (len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest)):
-            raise SettingsError("HORCRUX_OPERATOR_TOKEN_SHA256 must be 64 hex digits (SHA-256)")
+        readonly = (_text(env, "HORCRUX_OPERATOR_READONLY_TOKEN_SHA256") or "").lower()
+        for name, value in (
+            ("HORCRUX_OPERATOR_TOKEN_SHA256", digest),
+            ("HORCRUX_OPERATOR_READONLY_TOKEN_SHA256", readonly),
+        ):
+            if value and (len(value) != 64 or any(c not in "0123456789abcdef" for c in value)):
+                raise SettingsError(f"{name} must be 64 hex digits (SHA-256)")
         agents = tuple(
             a.strip() for a in (_text(env, "HORCRUX_OPERATOR_AGENTS", "*") or "").split(",")
         )
@@ -194,6 +201,7 @@ class OperatorSettings(_Settings):
             raise SettingsError(f"HORCRUX_SECRET_MAX_AGE must be >= 0, got {age}")
         return cls(
             token_sha256=digest,
+            readonly_sha256=readonly,
             agents=tuple(a for a in agents if a) or ("*",),
             secret_arn=secret.strip(),
             max_age_s=age,
@@ -205,7 +213,9 @@ class OperatorSettings(_Settings):
 
         if self.secret_arn:
             return load_operator_access({}, secret_id=self.secret_arn, max_age=self.max_age_s)
-        return OperatorAccess(self.token_sha256, self.agents) if self.token_sha256 else None
+        if not (self.token_sha256 or self.readonly_sha256):
+            return None
+        return OperatorAccess(self.token_sha256, self.agents, self.readonly_sha256)
 
 
 class BrainSettings(_Settings):
@@ -358,6 +368,12 @@ def compaction_settings(env: Env | None = None) -> CompactionSettings:
     )
 
 
+def echo_config_file(env: Env | None = None) -> str:
+    """HORCRUX_ECHO_CONFIG: the ECHO config file to read instead of the shipped echo.toml
+    (empty: the shipped one). Read where the config is loaded (`echo.config`)."""
+    return (_text(os.environ if env is None else env, "HORCRUX_ECHO_CONFIG") or "").strip()
+
+
 __all__ = [
     "ENV_PREFIX",
     "MEASURES",
@@ -374,5 +390,6 @@ __all__ = [
     "TurnSettings",
     "api_settings",
     "compaction_settings",
+    "echo_config_file",
     "turn_settings",
 ]

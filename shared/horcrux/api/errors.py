@@ -38,6 +38,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "not_over": 409,
     "idempotency_in_progress": 409,
     "stale_version": 409,  # ?expected_version= names a version the game is no longer at
+    "memory_full": 409,  # a memory scope's corrections are at their budget: retire one first
+    "memory_unreadable": 409,  # a stored memory item that does not decode: rebuilt on a write
     # 412: `If-Match` names a version the game is no longer at
     "precondition_failed": 412,
     # 413: a body over the limit
@@ -50,6 +52,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "validation_error": 422,
     "invalid_request": 422,
     "unknown_brain": 422,
+    "unknown_scope": 422,  # /memory: an agent that reads no memory, an opponent no brain/player
+    "unknown_item": 404,  # /memory: no such item in the scope
     "llm_unavailable": 422,
     "illegal_action": 422,
     "unparsable_move": 422,

@@ -147,7 +147,8 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         body: Annotated[JoinRequest | None, Body()] = None,
     ) -> JoinedResponse:
         name = body.name if body is not None else None
-        return service.join(game_id, seat, invite=invite, name=name)
+        key = body.player_key if body is not None else None
+        return service.join(game_id, seat, invite=invite, name=name, player_key=key)
 
     @router.get(
         "/games/<game_id>",

@@ -1,8 +1,14 @@
-"""The operator's memory routes (`/memory...`) on a Powertools `Router`."""
+"""The operator's memory routes (`/memory...`) on a Powertools `Router` (docs/ECHO.md).
+
+Reads (GET) take the operator's or the read-only operator's token; writes take the
+operator's. Every route names a scope (`agent` in the path, `?opponent=`), checked by
+`ops.check_scope` (422 `unknown_scope`); every error is a 4xx naming the problem."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -14,13 +20,21 @@ from horcrux.settings import OperatorSettings
 from horcrux.store.port import ScopeStore
 
 AgentSpec = Annotated[str, Path(min_length=1, max_length=128, description="the AI Harry's spec")]
+ItemId = Annotated[str, Path(min_length=1, max_length=64, description="a memory item's id")]
 OpponentId = Annotated[
     str, Query(min_length=1, max_length=128, description="a Voldemort brain or player id")
 ]
+SearchQuery = Annotated[
+    str, Query(min_length=1, max_length=200, description="your query (hybrid recall, top 10)")
+]
+SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewayHttpRouter:
-    """Inspect, correct and forget a scope's cross-game memory (operator token)."""
+    """Inspect, search, export, correct and forget a scope's cross-game memory."""
+    from horcrux.echo import ops
+
     router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
     def scope_store() -> ScopeStore:
@@ -29,34 +43,110 @@ def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewa
             raise InvalidRequest("this store keeps no cross-game memory")
         return store
 
-    @router.get(
-        "/memory/<agent>",
-        summary="a scope's cross-game memory, with validity intervals (operator token)",
-        responses={200: {"description": "the memory"}, **ERRORS},
-        tags=["memory"],
-        security=[{"bearer": []}],
-    )
+    def writer(authorization: str | None, agent: str) -> dict[str, Any]:
+        token = bearer(authorization)
+        ops.authorize(token, agent, operator, write=True)
+        return {"who": ops.actor(token), "at": time.time()}
+
+    def reader(authorization: str | None, agent: str) -> None:
+        ops.authorize(bearer(authorization), agent, operator)
+
+    def route(method: str, path: str, summary: str) -> Callable[[F], F]:
+        decorator: Callable[[F], F] = getattr(router, method)(
+            path,
+            summary=summary,
+            responses={200: {"description": "the answer"}, **ERRORS},
+            tags=["memory"],
+            security=SECURITY,
+        )
+        return decorator
+
+    @route("get", "/memory/<agent>", "a scope's memory, quarantine, counters, conflicts")
     def get_memory(
         agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
     ) -> dict[str, Any]:
-        from horcrux.echo import ops
-
-        ops.authorize(bearer(authorization), agent, operator)
+        reader(authorization, agent)
         return ops.inspect(scope_store(), agent, opponent)
 
-    @router.post(
-        "/memory/corrections",
-        summary="add an operator correction or preference to a scope (operator token)",
-        responses={200: {"description": "the scope after it"}, **ERRORS},
-        tags=["memory"],
-        security=[{"bearer": []}],
+    @route("get", "/memory/<agent>/search", "hybrid recall with your query: top 10, scored")
+    def search_memory(
+        agent: AgentSpec, opponent: OpponentId, q: SearchQuery, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        reader(authorization, agent)
+        return ops.search(scope_store(), agent, opponent, q)
+
+    @route("get", "/memory/<agent>/export", "the whole scope as stored, with its audit trail")
+    def export_memory(
+        agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        reader(authorization, agent)
+        return ops.export(scope_store(), agent, opponent)
+
+    @route("get", "/memory/<agent>/audit", "the audit trail of the operator's writes")
+    def audit_memory(
+        agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        reader(authorization, agent)
+        ops.check_scope(agent, opponent)
+        return ops.audit_trail(scope_store(), agent, opponent)
+
+    @route("get", "/memory/<agent>/items/<item_id>", "one item (or a quarantined one)")
+    def get_item(
+        agent: AgentSpec, item_id: ItemId, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        reader(authorization, agent)
+        return ops.get_item(scope_store(), agent, opponent, item_id)
+
+    @route("get", "/memory/<agent>/items/<item_id>/history", "an item's lineage and audit")
+    def item_history(
+        agent: AgentSpec, item_id: ItemId, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        reader(authorization, agent)
+        return ops.history(scope_store(), agent, opponent, item_id)
+
+    @route("delete", "/memory/<agent>/items/<item_id>", "delete one item (operator)")
+    def delete_item(
+        agent: AgentSpec, item_id: ItemId, opponent: OpponentId, authorization: Authorization = None
+    ) -> dict[str, Any]:
+        return ops.delete_item(
+            scope_store(), agent, opponent, item_id, **writer(authorization, agent)
+        )
+
+    @route(
+        "post",
+        "/memory/<agent>/items/<item_id>/<verdict>",
+        "confirm or retire a correction the evidence contradicts (operator)",
     )
+    def judge_correction(
+        agent: AgentSpec,
+        item_id: ItemId,
+        verdict: Annotated[Literal["confirm", "retire"], Path()],
+        opponent: OpponentId,
+        authorization: Authorization = None,
+    ) -> dict[str, Any]:
+        done = ops.confirm if verdict == "confirm" else ops.retire
+        return done(scope_store(), agent, opponent, item_id, **writer(authorization, agent))
+
+    @route(
+        "post",
+        "/memory/<agent>/quarantine/<item_id>/<action>",
+        "restore a quarantined item into the memory, or purge it (operator)",
+    )
+    def review_quarantine(
+        agent: AgentSpec,
+        item_id: ItemId,
+        action: Annotated[Literal["restore", "purge"], Path()],
+        opponent: OpponentId,
+        authorization: Authorization = None,
+    ) -> dict[str, Any]:
+        return ops.review_quarantine(
+            scope_store(), agent, opponent, item_id, action, **writer(authorization, agent)
+        )
+
+    @route("post", "/memory/corrections", "add a correction or preference (operator)")
     def post_correction(
         body: Annotated[CorrectionRequest, Body()], authorization: Authorization = None
     ) -> dict[str, Any]:
-        from horcrux.echo import ops
-
-        ops.authorize(bearer(authorization), body.agent, operator)
         return ops.correct(
             scope_store(),
             body.agent,
@@ -67,22 +157,14 @@ def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewa
             subject=body.subject,
             rate=body.rate,
             kind=body.kind,
+            **writer(authorization, body.agent),
         )
 
-    @router.delete(
-        "/memory/<agent>",
-        summary="forget a scope: its memory and recent results (operator token)",
-        responses={200: {"description": "what was deleted"}, **ERRORS},
-        tags=["memory"],
-        security=[{"bearer": []}],
-    )
+    @route("delete", "/memory/<agent>", "forget a scope: memory and recent results (operator)")
     def delete_memory(
         agent: AgentSpec, opponent: OpponentId, authorization: Authorization = None
     ) -> dict[str, Any]:
-        from horcrux.echo import ops
-
-        ops.authorize(bearer(authorization), agent, operator)
-        return ops.delete(scope_store(), agent, opponent)
+        return ops.delete(scope_store(), agent, opponent, **writer(authorization, agent))
 
     return router
 

@@ -16,9 +16,8 @@ from horcrux.echo.core import (
     consolidate,
     extract,
     rebuild,
-    reinforce,
-    retention,
 )
+from horcrux.echo.decay import reinforce, retention
 from horcrux.echo.model import (
     MEMORY_SCHEMA,
     Belief,

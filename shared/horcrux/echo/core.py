@@ -6,10 +6,12 @@ by default; hours when the config says so and the caller passes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from horcrux.echo.config import EchoConfig, default_config
+from horcrux.echo.decay import reinforce, retention
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     MEMORY_SCHEMA,
@@ -19,12 +21,14 @@ from horcrux.echo.model import (
     EchoMemory,
     Experience,
     Pattern,
+    Quarantined,
     Skill,
     Subject,
     item_id,
     protected,
 )
 from horcrux.engine import apply, new_game
+from horcrux.errors import HorcruxError
 from horcrux.models import GameStarted, PlantDecoy, VoldemortMoved
 from horcrux.store.port import AnyEvent
 from horcrux.store.results import GameSummary, RecentResults
@@ -33,7 +37,10 @@ from horcrux.views import voldemort_view
 SEEN_MAX = 20
 HISTORY_MAX = 12
 """Superseded beliefs and skills kept per scope (the oldest archived beyond: counted)."""
-LIFE_MAX_FACTOR = 1024.0
+QUARANTINE_MAX = 100
+"""Quarantined items kept per scope for review (the oldest beyond: evicted, counted)."""
+PRIOR_FLOOR = 0.05
+"""A correction's Beta prior is (w * rate, w * (1 - rate)), each at least this."""
 CONTRADICTION = 0.5
 """A pattern whose rate is further than this from a belief's mean contradicts it."""
 
@@ -108,13 +115,14 @@ def extract(
             )
     rule_hits = decoy_rule_hits(events) if events else []
     for i, d in enumerate(summary.decoys):
-        if rule_hits and i < len(rule_hits):
+        # one definition of `plant_top`: the filter's planting rule, from the record (set
+        # by compaction) or the events; never Harry's belief top (another rate)
+        hit = d.at_rule_top
+        if hit is None and rule_hits and i < len(rule_hits):
             hit = rule_hits[i][1]
+        if hit is not None:
             where = "at" if hit else "away from"
             add("plant_top", hit, f"decoy {where} my top evidence location {d.location}")
-        elif d.at_harry_top is not None:
-            where = "at" if d.at_harry_top else "away from"
-            add("plant_top", d.at_harry_top, f"decoy {where} my top location {d.location}")
         if d.attacked_turn is not None:
             add("decoy_hit", True, f"attack wasted on a decoy at {d.location}")
         else:
@@ -124,25 +132,6 @@ def extract(
     else:
         add("win", False, f"lost against {opp}: {summary.end_reason or 'time'}")
     return out
-
-
-# ---------------------------------------------------------------- decay
-def retention(item: AnyItem, clock: float, config: EchoConfig | None = None) -> float:
-    """0.5 ** (time since the last access / the item's half-life); 1 if protected."""
-    cfg = config or default_config()
-    if not cfg.decay_enabled or protected(item):
-        return 1.0
-    age = max(0.0, clock - item.last_access)
-    return float(0.5 ** (age / item.life))
-
-
-def reinforce(item: AnyItem, clock: float, config: EchoConfig | None = None) -> AnyItem:
-    """An access: the half-life times the multiplier (x2), the clock restarted."""
-    cfg = config or default_config()
-    life = min(item.life * cfg.reinforcement_multiplier, cfg.half_life * LIFE_MAX_FACTOR)
-    return item.model_copy(
-        update={"life": life, "last_access": clock, "accesses": item.accesses + 1}
-    )
 
 
 # ---------------------------------------------------------------- consolidation
@@ -161,6 +150,10 @@ class Consolidation:
     new_beliefs: tuple[str, ...] = ()
     new_skills: tuple[str, ...] = ()
     archived: int = 0
+    evicted: Mapping[str, int] = field(default_factory=dict)
+    """Items the cap evicted, per level (the caller emits `MemoryEvicted`)."""
+    conflicts: tuple[str, ...] = ()
+    """Operator corrections the evidence contradicts (the caller emits an alarm metric)."""
 
 
 def _patterns_from(
@@ -255,6 +248,9 @@ def _fold_patterns(
                 continue
             belief = items[idx]
             assert isinstance(belief, Belief)
+            if belief.source == "correction":
+                items[idx] = _evidence_on_correction(belief, pattern, cfg)
+                continue
             if abs(pattern.rate - belief.mean) <= CONTRADICTION:
                 belief = belief.model_copy(
                     update={
@@ -266,7 +262,9 @@ def _fold_patterns(
                         "challenge_patterns": 0,
                     }
                 )
-                items[idx] = _refresh(belief, cfg)
+                touched = reinforce(belief, clock, cfg)  # confirming evidence: an access
+                assert isinstance(touched, Belief)
+                items[idx] = _refresh(touched, cfg)
                 continue
             belief = belief.model_copy(
                 update={
@@ -314,6 +312,29 @@ def _fold_patterns(
     return items, rest, superseded, created
 
 
+def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -> Belief:
+    """A correction is a prior, not a law: the evidence folds into its posterior (so the
+    planner's rate moves with it), is tallied against the corrected rate, and flags a
+    conflict once it no longer supports it (`confidence` < `conflict_below`)."""
+    s = belief.evidence_successes + pattern.successes
+    t = belief.evidence_trials + pattern.trials
+    updated = belief.model_copy(
+        update={
+            "alpha": belief.alpha + pattern.successes,
+            "beta": belief.beta + pattern.trials - pattern.successes,
+            "patterns": belief.patterns + 1,
+            "evidence_successes": s,
+            "evidence_trials": t,
+        }
+    )
+    conflict = updated.confidence < cfg.conflict_below
+    rate = updated.corrected_rate if updated.corrected_rate is not None else updated.mean
+    text = describe(belief.subject, rate) + " (operator)"
+    if conflict:
+        text += f"; contradicted: evidence {s}/{t}"
+    return updated.model_copy(update={"conflict": conflict, "text": text[:300]})
+
+
 def _skills(items: list[AnyItem], clock: float, cfg: EchoConfig) -> list[str]:
     made: list[str] = []
     skilled = {it.belief_id for it in items if isinstance(it, Skill)}
@@ -336,30 +357,58 @@ def _skills(items: list[AnyItem], clock: float, cfg: EchoConfig) -> list[str]:
     return made
 
 
-def _cap(items: list[AnyItem], clock: float, cfg: EchoConfig) -> tuple[list[AnyItem], int, int]:
-    """Decay, bounded history, then the cap min(cap, target): (items, dropped, archived)."""
-    level_rank = {"experience": 0, "pattern": 1, "belief": 2, "skill": 3, "correction": 4}
-    alive = [it for it in items if protected(it) or retention(it, clock, cfg) >= cfg.forget_below]
-    dropped = len(items) - len(alive)
-    history = [it for it in alive if (isinstance(it, Belief | Skill) and not it.active)]
-    archived = 0
+@dataclass
+class _Capped:
+    alive: list[AnyItem]
+    forgotten: list[AnyItem]
+    """Unprotected items faded below `forget_below` (decay: forgetting by design)."""
+    evicted: list[AnyItem]
+    """Unprotected items beyond their level's budget (the cap)."""
+    archived: list[AnyItem]
+    """Superseded history beyond `HISTORY_MAX`."""
+
+
+def _cap(items: list[AnyItem], clock: float, cfg: EchoConfig) -> _Capped:
+    """Decay, bounded history, then the cap: a budget per level (`budgets`), each level's
+    unprotected items beyond its budget evicted, the least retained first. Protected items
+    are never evicted, and a level over its budget takes no room from another, so 100
+    corrections cannot evict the experiences a new game brings."""
+    forgotten = [
+        it for it in items if not protected(it) and retention(it, clock, cfg) < cfg.forget_below
+    ]
+    gone = {it.id for it in forgotten}
+    alive = [it for it in items if it.id not in gone]
+    history: list[AnyItem] = [
+        it
+        for it in alive
+        if (isinstance(it, Belief | Skill) and not it.active)
+        or (isinstance(it, Correction) and it.valid_to is not None)
+    ]
+    archived: list[AnyItem] = []
     if len(history) > HISTORY_MAX:
-        old = {
-            it.id for it in sorted(history, key=lambda it: it.created)[: len(history) - HISTORY_MAX]
-        }
+        archived = sorted(history, key=lambda it: it.created)[: len(history) - HISTORY_MAX]
+        old = {it.id for it in archived}
         alive = [it for it in alive if it.id not in old]
-        archived = len(old)
-    limit = cfg.keep_max
-    if len(alive) > limit:
+    evicted: list[AnyItem] = []
+    for level, budget in cfg.budgets:
+        of_level = [it for it in alive if it.level == level]
+        if len(of_level) <= budget:
+            continue
         unprotected = sorted(
-            (it for it in alive if not protected(it)),
-            key=lambda it: (level_rank[it.level], retention(it, clock, cfg), it.created),
+            (it for it in of_level if not protected(it)),
+            key=lambda it: (retention(it, clock, cfg), it.created),
         )
-        excess = min(len(alive) - limit, len(unprotected))
-        gone = {it.id for it in unprotected[:excess]}
-        alive = [it for it in alive if it.id not in gone]
-        dropped += len(gone)
-    return alive, dropped, archived
+        evicted += unprotected[: min(len(of_level) - budget, len(unprotected))]
+    out = {it.id for it in evicted}
+    return _Capped([it for it in alive if it.id not in out], forgotten, evicted, archived)
+
+
+def _count(counters: Mapping[str, int], **more: int) -> dict[str, int]:
+    out = dict(counters)
+    for key, n in more.items():
+        if n:
+            out[key.replace("__", ":")] = out.get(key.replace("__", ":"), 0) + n
+    return out
 
 
 def consolidate(
@@ -373,14 +422,23 @@ def consolidate(
     """Fold one finished game into its scope's memory (the end-of-game 'sleep').
 
     Idempotent per game: a game already in `memory.seen` changes nothing. The clock is
-    the game's ordinal in the scope unless given (hours, with `clock: hours`)."""
+    the game's ordinal in the scope (`clock: games`) or the `clock` the caller passes
+    (hours, with `clock: hours`)."""
     cfg = config or default_config()
     if summary.game_id in memory.seen:
         return Consolidation(memory, 0, 0.0, False)
     now = float(memory.games + 1) if clock is None else clock
     salt = summary.game_id
-    items: list[AnyItem] = list(memory.items)
     won = summary.winner == "harry"
+    # what this game's start-up recalled into its memory line (on the memory the game
+    # read) was accessed: reinforced, like a belief it applied
+    from horcrux.echo.use import memory_line
+
+    line = memory_line(memory, cfg) or ""
+    recalled = {it.id for it in memory.items if it.text and it.text in line}
+    items: list[AnyItem] = [
+        reinforce(it, now, cfg) if it.id in recalled else it for it in memory.items
+    ]
     # the adversary beliefs this game's start-up used: applied (and reinforced)
     for i, it in enumerate(items):
         if isinstance(it, Belief) and it.active and it.subject in ADVERSARY_SUBJECTS:
@@ -400,29 +458,64 @@ def consolidate(
     folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
     skills = _skills(folded, now, cfg)
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
-    capped, dropped, archived = _cap(merged, now, cfg)
-    before = max(1, len(memory.items))
-    share = dropped / before
-    leaked = dropped > 0 and len(memory.items) >= 10 and share > cfg.max_drop_share
-    seen = (*memory.seen, summary.game_id)[-SEEN_MAX:]
-    base = {
-        "version": memory.version + 1,
-        "games": memory.games + 1,
-        "last_game": summary.game_id,
-        "clock": now,
-        "seen": seen,
-    }
+    capped = _cap(merged, now, cfg)
+    dropped = len(capped.forgotten) + len(capped.evicted)
+    # the guard watches what the memory held before this game (not this game's own items)
+    previous = {it.id for it in memory.items}
+    lost_old = sum(it.id in previous for it in (*capped.forgotten, *capped.evicted))
+    share = lost_old / max(1, len(memory.items))
+    # the leak guard, at any size: a consolidation that would drop too much at once
+    # quarantines what it would drop (kept for review) and still learns the game
+    leaked = lost_old > 0 and share > cfg.max_drop_share
+    quarantine = list(memory.quarantine)
+    counters = dict(memory.counters)
+    evicted = Counter(it.level for it in capped.evicted)
+    lost: Counter[str] = Counter()
     if leaked:
-        return Consolidation(memory.model_copy(update=base), dropped, share, True)
+        quarantine += [
+            Quarantined(item=it, game_id=summary.game_id, reason=why, clock=now)
+            for why, group in (("faded", capped.forgotten), ("evicted", capped.evicted))
+            for it in group
+        ]
+        counters = _count(counters, quarantined=dropped)
+    else:
+        counters = _count(counters, forgotten=len(capped.forgotten))
+        counters = _count(counters, **{f"evicted__{k}": n for k, n in evicted.items()})
+        lost.update(evicted)
+    if len(quarantine) > QUARANTINE_MAX:  # the oldest beyond the bound: evicted, counted
+        over = len(quarantine) - QUARANTINE_MAX
+        quarantine = quarantine[over:]
+        lost["quarantine"] += over
+        counters = _count(counters, evicted__quarantine=over)
+    counters = _count(counters, archived=len(capped.archived))
+    seen = (*memory.seen, summary.game_id)[-SEEN_MAX:]
+    conflicts = tuple(
+        it.id
+        for it in capped.alive
+        if isinstance(it, Belief) and it.active and it.conflict and it.source == "correction"
+    )
     return Consolidation(
-        memory.model_copy(update={**base, "items": tuple(capped)}),
+        memory.model_copy(
+            update={
+                "version": memory.version + 1,
+                "games": memory.games + 1,
+                "last_game": summary.game_id,
+                "clock": now,
+                "seen": seen,
+                "items": tuple(capped.alive),
+                "quarantine": tuple(quarantine),
+                "counters": counters,
+            }
+        ),
         dropped,
         share,
-        False,
+        leaked,
         tuple(superseded),
         tuple(created),
         tuple(skills),
-        archived,
+        len(capped.archived),
+        evicted=dict(lost),
+        conflicts=conflicts,
     )
 
 
@@ -444,6 +537,9 @@ def add_correction(
     (the old keeps its record, `valid_to` and `superseded_by`)."""
     cfg = config or default_config()
     now = memory.clock if clock is None else clock
+    live = [it for it in memory.items if isinstance(it, Correction) and it.valid_to is None]
+    if len(live) >= cfg.budget("correction"):
+        raise MemoryFull(f"the scope holds {len(live)} corrections, its budget: retire one first")
     body = f"{wrong} -> {right}" + (f": {text}" if text else "")
     correction = Correction(
         id=item_id("correction", memory.version, wrong, right, text),
@@ -467,11 +563,12 @@ def add_correction(
             created=now,
             last_access=now,
             life=cfg.half_life,
-            alpha=1.0 + 100 * rate,
-            beta=1.0 + 100 * (1 - rate),
+            alpha=max(PRIOR_FLOOR, cfg.correction_weight * rate),
+            beta=max(PRIOR_FLOOR, cfg.correction_weight * (1 - rate)),
             valid_from=now,
             frozen=True,
             source="correction",
+            corrected_rate=rate,
         )
         for i, it in enumerate(items):
             if isinstance(it, Belief) and it.active and it.subject == subject:
@@ -479,6 +576,88 @@ def add_correction(
             if isinstance(it, Skill) and it.active and it.subject == subject:
                 items[i] = it.model_copy(update={"valid_to": now})
         items.append(new)
+    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
+
+
+class MemoryFull(HorcruxError):
+    """A kind's budget is full (a scope's corrections): nothing is evicted for it."""
+
+    code = "memory_full"
+
+
+class UnknownItem(HorcruxError):
+    code = "unknown_item"
+
+
+def _correction_belief(memory: EchoMemory, correction_id: str) -> int | None:
+    """The index of the belief a correction asserted (None: it asserted no rate)."""
+    for i, it in enumerate(memory.items):
+        if (
+            isinstance(it, Belief)
+            and it.source == "correction"
+            and it.id == item_id("belief", it.subject, it.valid_from, correction_id)
+        ):
+            return i
+    return None
+
+
+def _find_correction(memory: EchoMemory, item: str) -> tuple[int, Correction]:
+    """The live correction `item` names: its own id, or its belief's."""
+    for i, it in enumerate(memory.items):
+        if isinstance(it, Correction) and it.valid_to is None and it.id == item:
+            return i, it
+    for it in memory.items:
+        if isinstance(it, Belief) and it.source == "correction" and it.id == item:
+            for j, c in enumerate(memory.items):
+                if (
+                    isinstance(c, Correction)
+                    and c.valid_to is None
+                    and (item_id("belief", it.subject, it.valid_from, c.id) == it.id)
+                ):
+                    return j, c
+    raise UnknownItem(f"no live correction {item!r} in this scope")
+
+
+def confirm_correction(
+    memory: EchoMemory, item: str, *, config: EchoConfig | None = None
+) -> EchoMemory:
+    """The operator stands by a contradicted correction: its belief's posterior is reset to
+    the corrected rate, its evidence tally restarted, the conflict cleared."""
+    cfg = config or default_config()
+    i, correction = _find_correction(memory, item)
+    items = list(memory.items)
+    items[i] = correction.model_copy(update={"confirmed": correction.confirmed + 1})
+    j = _correction_belief(memory, correction.id)
+    if j is not None:
+        belief = items[j]
+        assert isinstance(belief, Belief)
+        rate = belief.corrected_rate if belief.corrected_rate is not None else belief.mean
+        items[j] = belief.model_copy(
+            update={
+                "alpha": max(PRIOR_FLOOR, cfg.correction_weight * rate),
+                "beta": max(PRIOR_FLOOR, cfg.correction_weight * (1 - rate)),
+                "evidence_successes": 0,
+                "evidence_trials": 0,
+                "conflict": False,
+                "text": describe(belief.subject, rate) + " (operator)",
+            }
+        )
+    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
+
+
+def retire_correction(memory: EchoMemory, item: str) -> EchoMemory:
+    """The operator withdraws a correction: it and its belief end (kept as history, with
+    `valid_to`); the evidence forms a belief of its own again."""
+    i, correction = _find_correction(memory, item)
+    now = memory.clock
+    items = list(memory.items)
+    items[i] = correction.model_copy(update={"valid_to": now})
+    j = _correction_belief(memory, correction.id)
+    if j is not None:
+        belief = items[j]
+        assert isinstance(belief, Belief)
+        if belief.active:
+            items[j] = belief.model_copy(update={"valid_to": now})
     return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
 
 
@@ -503,27 +682,48 @@ def check(memory: EchoMemory | None, recent: RecentResults) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """A rebuild: the memory, and what it could not rebuild (`unrebuilt` games: in the
+    scope's count but no longer in its recent results; counted on the memory too)."""
+
+    memory: EchoMemory
+    replayed: int
+    unrebuilt: int
+
+
 def rebuild(
     agent: str,
     opponent: str,
     summaries: Iterable[GameSummary],
     *,
-    keep: Sequence[AnyItem] = (),
+    base: EchoMemory | None = None,
+    total_games: int | None = None,
     version: int = 0,
     config: EchoConfig | None = None,
-) -> EchoMemory:
-    """A scope's memory rebuilt from the events' records (the recent results), keeping
-    the protected items (corrections, skills) of a stale memory if there was one."""
-    memory = EchoMemory(
-        agent=agent,
-        opponent=opponent,
-        items=tuple(
-            it
-            for it in keep
-            if isinstance(it, Correction | Skill)
-            or (isinstance(it, Belief) and it.source == "correction")
-        ),
-    )
-    for summary in summaries:
+) -> Rebuilt:
+    """A scope's memory rebuilt from the events' records (the recent results), losslessly
+    where it can be: from a readable `base` (a stale memory: every item, frozen beliefs
+    still frozen) the games it lacks are consolidated on top; without one, from nothing.
+    Games the recent results no longer hold (`total_games`, the scope's count, minus what
+    the base and the results account for) cannot be rebuilt: counted, never silent."""
+    ordered = list(summaries)
+    memory = base or EchoMemory(agent=agent, opponent=opponent)
+    ids = [s.game_id for s in ordered]
+    if base is not None and base.last_game in ids:
+        todo = ordered[ids.index(base.last_game) + 1 :]
+    else:
+        todo = [s for s in ordered if s.game_id not in memory.seen]
+    for summary in todo:
         memory = consolidate(memory, summary, config=config).memory
-    return memory.model_copy(update={"version": max(version, memory.version)})
+    known = memory.games
+    unrebuilt = max(0, (total_games or 0) - known)
+    if unrebuilt:
+        memory = memory.model_copy(
+            update={
+                "games": known + unrebuilt,
+                "counters": _count(memory.counters, unrebuilt_games=unrebuilt),
+            }
+        )
+    memory = memory.model_copy(update={"version": max(version, memory.version)})
+    return Rebuilt(memory, len(todo), unrebuilt)

@@ -79,6 +79,21 @@ def beta_cdf(x: float, a: float, b: float, steps: int = 400) -> float:
     return below / total if total > 0 else 0.5
 
 
+CORRECTION_TOLERANCE = 0.2
+CORRECTION_MIN_TRIALS = 9
+
+
+def correction_support(rate: float, successes: int, trials: int) -> float:
+    """How much the evidence supports a corrected rate: P(|r - rate| <= 0.2) under the
+    evidence's Beta(1 + s, 1 + f); 1.0 below `CORRECTION_MIN_TRIALS` observations."""
+    if trials < CORRECTION_MIN_TRIALS:
+        return 1.0
+    a, b = 1.0 + successes, 1.0 + trials - successes
+    hi = beta_cdf(min(1.0, rate + CORRECTION_TOLERANCE), a, b)
+    lo = beta_cdf(max(0.0, rate - CORRECTION_TOLERANCE), a, b)
+    return round(max(0.0, hi - lo), 4)
+
+
 class Belief(_Item):
     """A rate the evidence supports, with its Beta posterior and validity interval.
 
@@ -101,6 +116,14 @@ class Belief(_Item):
     challenge_patterns: int = 0
     applied: int = 0
     applied_ok: int = 0
+    evidence_successes: int = 0
+    """A correction belief's evidence since it was asserted (or last confirmed)."""
+    evidence_trials: int = 0
+    corrected_rate: float | None = Field(default=None, ge=0, le=1)
+    """The rate the operator asserted (a correction belief only)."""
+    conflict: bool = False
+    """A correction belief the evidence contradicts (its `confidence` fell below
+    `conflict_below`): flagged for the operator (confirm or retire)."""
 
     @property
     def mean(self) -> float:
@@ -112,6 +135,13 @@ class Belief(_Item):
 
     @property
     def confidence(self) -> float:
+        """Evidence: the posterior P(rate on the mean's side of 1/2). A correction: the
+        evidence's posterior P(rate within `CORRECTION_TOLERANCE` of the corrected rate),
+        1 until `CORRECTION_MIN_TRIALS` observations (the operator's word until then)."""
+        if self.source == "correction" and self.corrected_rate is not None:
+            return correction_support(
+                self.corrected_rate, self.evidence_successes, self.evidence_trials
+            )
         below = beta_cdf(0.5, self.alpha, self.beta)
         return round(1.0 - below if self.mean >= 0.5 else below, 4)
 
@@ -147,11 +177,25 @@ class Correction(_Item):
     right: str = Field(default="", max_length=200)
     rate: float | None = Field(default=None, ge=0, le=1)
     valid_from: float
+    valid_to: float | None = None
+    """Set when the operator retires it (its belief, if any, ends with it)."""
+    confirmed: int = 0
+    """How many times the operator confirmed it against contradicting evidence."""
 
 
 AnyItem = Annotated[
     Experience | Pattern | Belief | Skill | Correction, Field(discriminator="level")
 ]
+
+
+class Quarantined(_Frozen):
+    """An item a tripped leak guard kept out of the live memory instead of dropping it:
+    for the operator to review (`restore` puts it back, `purge` drops it)."""
+
+    item: AnyItem
+    game_id: str
+    reason: str
+    clock: float
 
 
 class EchoMemory(_Frozen):
@@ -169,6 +213,13 @@ class EchoMemory(_Frozen):
     clock: float = 0.0
     items: tuple[AnyItem, ...] = ()
     seen: tuple[str, ...] = Field(default=(), description="the last game ids consolidated")
+    quarantine: tuple[Quarantined, ...] = ()
+    counters: dict[str, int] = Field(
+        default_factory=dict,
+        description="what left the live memory and how, cumulative: `evicted:<level>` (the "
+        "cap), `archived` (history beyond its bound), `quarantined`, `forgotten` (decay), "
+        "`unrebuilt_games` (games a rebuild could not recover)",
+    )
 
     def of_level(self, level: str) -> list[AnyItem]:
         return [i for i in self.items if i.level == level]

@@ -18,14 +18,15 @@ import json
 import logging
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.core import EXPECTED_KEYS, Consolidation, check, consolidate, rebuild
-from horcrux.echo.model import MEMORY_SCHEMA, EchoMemory
+from horcrux.echo.model import MEMORY_SCHEMA, EchoMemory, protected
+from horcrux.echo.readers import reads_memory
 from horcrux.store.port import AnyEvent, Conflict, ScopeStore
 from horcrux.store.results import GameSummary, Item, memory_key, recent_key
 
@@ -84,12 +85,14 @@ def remember(
     *,
     events: Sequence[AnyEvent] | None = None,
     config: EchoConfig | None = None,
+    hours: float | None = None,
 ) -> Consolidation | None:
-    """Consolidate a finished game into its scope's memory (None: a person's Harry, or
-    already consolidated). Retries a moved version; Conflict(`busy`) after 3 tries."""
+    """Consolidate a finished game into its scope's memory (None: a person's Harry, a
+    brain that does not read memory (`reads_memory`), or already consolidated). Retries a
+    moved version; Conflict(`busy`) after 3 tries."""
     scope = summary.scope
-    if scope is None:
-        return None
+    if scope is None or not reads_memory(scope[0], summary.rules):
+        return None  # a person's Harry, or a brain that never reads memory: nothing kept
     cfg = config or default_config()
     for _ in range(ATTEMPTS):
         try:
@@ -98,27 +101,28 @@ def remember(
             log.warning("memory of %s vs %s is unreadable: rebuilt", *scope, exc_info=True)
             recent = store.recent_results(*scope)
             version = _stored_version(store, *scope)
-            memory = rebuild(*scope, recent.results[:-1], version=version, config=cfg)
+            earlier = [s for s in recent.results if s.game_id != summary.game_id]
+            memory = rebuild(
+                *scope,
+                earlier,
+                total_games=recent.version - (len(earlier) < len(recent.results)),
+                version=version,
+                config=cfg,
+            ).memory
         if memory is None:
             memory = EchoMemory(agent=scope[0], opponent=scope[1])
         if summary.game_id in memory.seen:
             return None
-        result = consolidate(memory, summary, config=cfg, events=events)
+        # the decay clock: the scope's game ordinal, or (`clock = "hours"`) the game's
+        # time in hours, which the caller reads from the store (compaction: its creation)
+        clock = hours if cfg.clock == "hours" else None
+        result = consolidate(memory, summary, clock=clock, config=cfg, events=events)
         new = result.memory.model_copy(update={"version": version + 1})
         try:
             store.put_scope_item(encode_memory(new), version)
         except Conflict:
             continue
-        return Consolidation(
-            new,
-            result.dropped,
-            result.dropped_share,
-            result.leaked,
-            result.superseded,
-            result.new_beliefs,
-            result.new_skills,
-            result.archived,
-        )
+        return replace(result, memory=new)
     raise Conflict(f"the memory of {scope[0]} vs {scope[1]} kept changing; retry", reason="busy")
 
 
@@ -127,6 +131,8 @@ class Startup:
     memory: EchoMemory | None
     rebuilt: str | None
     """Why it was rebuilt (`missing`, `stale`, `schema`, `scope`, `unreadable`), or None."""
+    unrebuilt: int = 0
+    """Games the rebuild could not recover (no longer in the recent results)."""
 
 
 def startup(
@@ -143,14 +149,25 @@ def startup(
         memory, version, reason = None, _stored_version(store, agent, opponent), "unreadable"
     if reason is None:
         return Startup(memory, None)
-    keep = memory.items if memory is not None else ()
-    fresh = rebuild(agent, opponent, recent.results, keep=keep, config=cfg)
-    fresh = fresh.model_copy(update={"version": version + 1})
+    if memory is not None and reason != "stale":  # another scope or schema: its protected
+        kept = tuple(it for it in memory.items if protected(it))  # items only
+        memory = EchoMemory(agent=agent, opponent=opponent, items=kept)
+    done = rebuild(
+        agent, opponent, recent.results, base=memory, total_games=recent.version, config=cfg
+    )
+    fresh = done.memory.model_copy(update={"version": version + 1})
+    if done.unrebuilt:
+        log.warning(
+            "memory of %s vs %s: %d games could not be rebuilt (no longer in the results)",
+            agent,
+            opponent,
+            done.unrebuilt,
+        )
     try:
         store.put_scope_item(encode_memory(fresh), version)
     except Conflict:
         log.info("memory of %s vs %s rewritten meanwhile; using the rebuild", agent, opponent)
-    return Startup(fresh, reason)
+    return Startup(fresh, reason, done.unrebuilt)
 
 
 def forget(store: ScopeStore, agent: str, opponent: str) -> int:
@@ -166,6 +183,7 @@ __all__ = [
     "encode_memory",
     "forget",
     "load",
+    "reads_memory",
     "remember",
     "startup",
 ]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.core import retention
+from horcrux.echo.decay import retention
 from horcrux.echo.model import AnyItem, Belief, EchoMemory, Experience, Skill
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -9,6 +9,13 @@ Lambdas run (`horcrux.api.turns.turn_record_handler` -> `GameService.play_ai_tur
 * One turn per queue visit, then the game goes to the back of the queue: games share the
   workers fairly, and a game is never in two workers at once (a game noticed while a
   worker plays it is queued again when that turn ends).
+* The compaction stand-in: a game seen over (a turn that ended it, or a response that shows
+  it over) goes on the same queue; a worker builds the stream record of its final event
+  (`pk`, `seq`, `winner`), checks it against the compaction Lambda's filter
+  (`compaction_records.FINAL_EVENT_FILTER`) and runs it through `process_partial_response`
+  with the compaction Lambda's record handler (`compaction_record_handler` ->
+  `compaction.compact`, which writes the result and consolidates the memory). A failed
+  compaction is retried like a failed turn; a compacted game is remembered, not done twice.
 * A failed turn is never dropped (the stream retries a record until it succeeds or
   expires): the game is retried with capped exponential back-off (`max_backoff_s`) until
   the turn plays or the server stops, each failure logged and counted (`/healthz` shows
@@ -24,7 +31,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,13 +89,53 @@ def stream_record(request: TurnRequest, *, region: str = "local") -> dict[str, A
     }
 
 
+def final_record(game_id: str, seq: int, winner: str, *, region: str = "local") -> dict[str, Any]:
+    """The DynamoDB stream record (NEW_IMAGE) of a game's final event: what the compaction
+    Lambda's filter lets through (`winner` set on an INSERT)."""
+    keys = {"pk": {"S": f"GAME#{game_id}"}, "seq": {"N": str(seq)}}
+    return {
+        "eventID": uuid.uuid4().hex,
+        "eventName": "INSERT",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": region,
+        "dynamodb": {
+            "ApproximateCreationDateTime": int(time.time()),
+            "Keys": keys,
+            "NewImage": {**keys, "winner": {"S": winner}},
+            "SequenceNumber": str(time.time_ns()),
+            "SizeBytes": 100,
+            "StreamViewType": "NEW_IMAGE",
+        },
+        "eventSourceARN": "arn:aws:dynamodb:local:000000000000:table/horcrux-events/stream/local",
+    }
+
+
 def _matches(value: Any, pattern: Any) -> bool:
-    """Lambda's event filtering for the exact-value patterns of `turns.filter_pattern`."""
+    """Lambda's event filtering for the patterns of `turns.filter_pattern` (exact values)
+    and of the compaction (`{"exists": true}`)."""
     if isinstance(pattern, dict):
         return isinstance(value, dict) and all(
-            key in value and _matches(value[key], inner) for key, inner in pattern.items()
+            (_matches(value[key], inner) if key in value else _absent_ok(inner))
+            for key, inner in pattern.items()
         )
-    return value in pattern
+    if isinstance(pattern, list):
+        for option in pattern:
+            if isinstance(option, dict) and "exists" in option:
+                if option["exists"]:
+                    return True  # the key is there (checked by the caller's mapping)
+                continue
+            if value == option:
+                return True
+        return False
+    return bool(value == pattern)
+
+
+def _absent_ok(pattern: Any) -> bool:
+    """Whether a missing key satisfies `pattern` (only `{"exists": false}` does)."""
+    return isinstance(pattern, list) and any(
+        isinstance(o, dict) and o.get("exists") is False for o in pattern
+    )
 
 
 def waiting_for_ai(game: Mapping[str, Any]) -> bool:
@@ -113,7 +160,12 @@ class TurnFailed(Exception):
 class _Worker:
     """One turn Lambda's execution environment: its own batch processor and handlers."""
 
-    def __init__(self, service: GameService, timeout_s: float) -> None:
+    def __init__(
+        self,
+        service: GameService,
+        timeout_s: float,
+        compaction: Callable[[Any], str] | None = None,
+    ) -> None:
         from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 
         from horcrux.api.turns import filter_pattern, turn_record_handler
@@ -129,6 +181,9 @@ class _Worker:
         self._processor = BatchProcessor(
             event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
         )
+        self._compaction = compaction
+        self.compacted: str | None = None
+        """The game whose final event the last `step` compacted (None: none)."""
 
     def _outcome(self, outcome: TurnOutcome) -> None:
         self.last = outcome
@@ -140,11 +195,13 @@ class _Worker:
         (the game may wait for its AI again). Raises if the turn failed."""
         from aws_lambda_powertools.utilities.batch import process_partial_response
 
+        self.compacted = None
         try:
             request = self.service.pending_ai(game_id)
         except NotFound:
             return False
         if request is None:
+            self._compact_if_over(game_id)
             return False
         record = stream_record(request)
         seat: Seat = request.seat
@@ -158,6 +215,10 @@ class _Worker:
             processor=self._processor,
             context=context,  # type: ignore[arg-type]
         )
+        self._raise_failures(response)
+        return self._played()
+
+    def _raise_failures(self, response: Mapping[str, Any]) -> None:
         if response.get("batchItemFailures"):
             causes = [info[1] for info in self._processor.exceptions if info[1] is not None]
             if not causes:
@@ -165,7 +226,34 @@ class _Worker:
             cause = causes[0]
             code = str(getattr(cause, "code", type(cause).__name__))
             raise TurnFailed(f"{type(cause).__name__}: {cause}", code) from cause
-        return self._played()
+
+    def _compact_if_over(self, game_id: str) -> None:
+        """The compaction stand-in: deliver a finished game's final-event record to the
+        compaction Lambda's record handler (raises if it failed: retried by the caller)."""
+        from aws_lambda_powertools.utilities.batch import process_partial_response
+
+        from horcrux.compaction_records import FINAL_EVENT_FILTER
+
+        if self._compaction is None:
+            return
+        try:
+            state = self.service.store.load(game_id).state
+        except NotFound:
+            return
+        if not state.over or state.winner is None:
+            return
+        record = final_record(game_id, state.seq, state.winner)
+        if not _matches(record, FINAL_EVENT_FILTER):  # pragma: no cover - a bug
+            raise AssertionError(f"record does not match the compaction filter: {record}")
+        context = FakeLambdaContext(function_name="horcrux-compaction", timeout_s=self.timeout_s)
+        response = process_partial_response(
+            event={"Records": [record]},
+            record_handler=self._compaction,
+            processor=self._processor,
+            context=context,  # type: ignore[arg-type]
+        )
+        self._raise_failures(response)
+        self.compacted = game_id
 
     def _played(self) -> bool:
         last = self.last
@@ -183,8 +271,27 @@ class AiTurns:
         timeout_s: float = TURN_TIMEOUT_S,
         backoff_s: float = BACKOFF_S,
         max_backoff_s: float = MAX_BACKOFF_S,
+        compaction: bool = True,
+        results_keep: int | None = None,
     ) -> None:
+        from horcrux.compaction_records import CountingMetrics, compaction_record_handler
+        from horcrux.store.port import ResultStore
+        from horcrux.store.results import RESULTS_MAX
+
         self.service = service
+        self.metrics = CountingMetrics()
+        """The compaction's metrics (`MemoryConsolidated`, `ResultsWritten`, ...), counted."""
+        self.compacted: set[str] = set()
+        """Games whose end was compacted (their result written, their memory consolidated)."""
+        record_handler = (
+            compaction_record_handler(
+                lambda: service.store,  # type: ignore[arg-type,return-value]
+                self.metrics,
+                keep=results_keep or RESULTS_MAX,
+            )
+            if compaction and isinstance(getattr(service, "store", None), ResultStore)
+            else None
+        )
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -202,7 +309,7 @@ class AiTurns:
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         for number in range(max(1, workers)):
-            worker = _Worker(service, timeout_s)
+            worker = _Worker(service, timeout_s, record_handler)
             worker.outcomes = self.outcomes
             thread = threading.Thread(
                 target=self._run, args=(worker,), name=f"horcrux-ai-{number}", daemon=True
@@ -219,6 +326,8 @@ class AiTurns:
             if game_id in self._running:
                 self._again.add(game_id)  # after the running turn, never beside it
                 return
+            if game_id in self.compacted:
+                return  # over and compacted: nothing left to do
             if game_id in self._queued or game_id in self._attempts:
                 return  # already waiting (or backing off after a failure)
             self._queued.add(game_id)
@@ -234,8 +343,12 @@ class AiTurns:
         except ValueError:
             return
         game = payload.get("game") if isinstance(payload.get("game"), dict) else payload
-        if isinstance(game, dict) and isinstance(game.get("game_id"), str) and waiting_for_ai(game):
+        if not isinstance(game, dict) or not isinstance(game.get("game_id"), str):
+            return
+        if waiting_for_ai(game):
             self.enqueue(game["game_id"])
+        elif game.get("status") == "over" and game["game_id"] not in self.compacted:
+            self.enqueue(game["game_id"])  # the compaction stand-in (a person's last move)
 
     def pending(self) -> int:
         """Games queued, backing off or being played."""
@@ -299,6 +412,8 @@ class AiTurns:
                 failed = True
                 self._failed(game_id, exc)
             with self._cond:
+                if worker.compacted is not None:
+                    self.compacted.add(worker.compacted)
                 self._running.discard(game_id)
                 if not failed:
                     self._attempts.pop(game_id, None)
@@ -335,6 +450,7 @@ __all__ = [
     "AiTurns",
     "FakeLambdaContext",
     "TurnFailed",
+    "final_record",
     "stream_record",
     "waiting_for_ai",
 ]

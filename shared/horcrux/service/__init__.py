@@ -160,10 +160,17 @@ class GameService:
         return games.lobby(self.store, limit=limit, cursor=cursor, status=status)
 
     def join(
-        self, game_id: str, seat: Seat, *, invite: str | None = None, name: str | None = None
+        self,
+        game_id: str,
+        seat: Seat,
+        *,
+        invite: str | None = None,
+        name: str | None = None,
+        player_key: str | None = None,
     ) -> JoinedResponse:
-        """Take a free human seat (a private game's with its `invite` code), under `name`."""
-        seated = games.join(self.store, game_id, seat, invite, name=name)
+        """Take a free human seat (a private game's with its `invite` code), under `name`
+        and the stable player id of `player_key` (a new key drawn if None)."""
+        seated = games.join(self.store, game_id, seat, invite, name=name, player_key=player_key)
         return JoinedResponse(**self._seated(seated))
 
     def _seated(self, seated: Seated) -> dict[str, Any]:
@@ -177,6 +184,8 @@ class GameService:
             "game_id": seated.game_id,
             "seat": seated.seat,
             "token": seated.token,
+            "player": seated.player,
+            "player_key": seated.player_key,
             "game": projection.game_view(snapshot, seated.seat),
         }
 

@@ -86,15 +86,11 @@ def rebuilt_from_view(brain: Any) -> bool:
 
 
 def memory_planner(brain: Any) -> PlannerHarry | None:
-    """The planner whose adversary models cross-game memory sets (default mode only)."""
-    from horcrux.agents.gated import GatedHarry
-    from horcrux.agents.planner import PlannerHarry
-    from horcrux.belief.bayes import DEFAULT_MODE
+    """The planner whose adversary models cross-game memory sets (default mode only):
+    `horcrux.echo.readers.memory_planner`, imported on use (it loads the memory code)."""
+    from horcrux.echo.readers import memory_planner as planner_of
 
-    planner = brain.planner if isinstance(brain, GatedHarry) else brain
-    if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
-        return planner if planner.mode == DEFAULT_MODE else None
-    return None
+    return planner_of(brain)
 
 
 def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) -> MemoryRead:

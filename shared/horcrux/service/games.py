@@ -38,6 +38,7 @@ from horcrux.service.models import (
     LobbyResponse,
     LobbyStatus,
     SeatRequest,
+    player_id,
 )
 from horcrux.store.port import (
     SEATS,
@@ -48,6 +49,8 @@ from horcrux.store.port import (
     hash_token,
     new_snapshot,
 )
+
+PLAYER_KEY_BYTES = 24
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,18 @@ class Seated:
     snapshot: GameSnapshot
     invite: str | None = None
     """A private game's invite code (create only), shown once."""
+    player_key: str | None = None
+    """The seat's player key (the one sent, or a new one): its stable player id's source."""
+
+    @property
+    def player(self) -> str | None:
+        """The seat's public player id (`player:<16 hex>`), None for AI vs AI."""
+        return f"player:{player_id(self.player_key)}" if self.player_key else None
+
+
+def new_player_key() -> str:
+    """A fresh player key (a person who sent none): 32 URL-safe characters."""
+    return secrets.token_urlsafe(PLAYER_KEY_BYTES)
 
 
 def default_harry_brain() -> str:
@@ -82,6 +97,8 @@ def seat_info(
         return SeatInfo(kind="human")
     if request.name is not None:
         raise InvalidRequest(f"the {seat} seat is an AI's: it takes no name", seat=seat)
+    if request.player_key is not None:
+        raise InvalidRequest(f"the {seat} seat is an AI's: it takes no player_key", seat=seat)
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
     default = (
         (harry_default or default_harry_brain()) if seat == "harry" else DEFAULT_VOLDEMORT_BRAIN
@@ -132,11 +149,20 @@ def create_game(
             raise InvalidRequest(
                 f"the {s} seat is free: its name is given by the player who joins it", seat=s
             )
+        if s != creator and requests[s].kind == "human" and requests[s].player_key is not None:
+            raise InvalidRequest(
+                f"the {s} seat is free: its player_key is given by the player who joins it",
+                seat=s,
+            )
     token: str | None = None
+    key: str | None = None
     if creator is not None:
         token = secrets.token_urlsafe(TOKEN_BYTES)
         name = requests[creator].name
-        seats[creator] = SeatInfo(kind="human", token_hash=hash_token(token), name=name)
+        key = requests[creator].player_key or new_player_key()
+        seats[creator] = SeatInfo(
+            kind="human", token_hash=hash_token(token), name=name, player=player_id(key)
+        )
     invite = secrets.token_urlsafe(INVITE_BYTES) if private else None
     invite_hash = hash_token(invite) if invite is not None else None
     drawn = secrets.randbelow(MAX_SEED + 1) if seed is None else seed
@@ -159,7 +185,7 @@ def create_game(
                 raise
     else:  # pragma: no cover
         raise RuntimeError("could not draw a free game id")
-    return Seated(game_id, creator, token, snapshot, invite)
+    return Seated(game_id, creator, token, snapshot, invite, key)
 
 
 def lobby(
@@ -204,19 +230,21 @@ def join(
     invite: str | None = None,
     *,
     name: str | None = None,
+    player_key: str | None = None,
 ) -> Seated:
     """Take a free human seat (of a private game: with its invite code), under a display
     name (checked by `JoinRequest`); its token is shown once. The invite is checked on a
     read first (it never changes), the seat is taken by the store's conditional write."""
     check_invite(store.load(game_id), invite)
     token = secrets.token_urlsafe(TOKEN_BYTES)
+    key = player_key or new_player_key()
     try:
-        snapshot = store.join_seat(game_id, seat, hash_token(token), name)
+        snapshot = store.join_seat(game_id, seat, hash_token(token), name, player_id(key))
     except Conflict as exc:
         if exc.reason != "seat_taken":
             raise MoveConflict(exc.message) from None
         raise SeatTaken(exc.message, seat=seat) from None
-    return Seated(game_id, seat, token, snapshot)
+    return Seated(game_id, seat, token, snapshot, player_key=key)
 
 
 __all__ = [

@@ -76,6 +76,27 @@ PlayerName = Annotated[
 ]
 
 
+PLAYER_KEY_RULE = "a player key is 22-128 characters: letters, digits, - and _"
+PlayerKey = Annotated[
+    str,
+    Field(
+        min_length=22,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="your stable player key (" + PLAYER_KEY_RULE + "): send the one a "
+        "create or join response gave you, so that an AI learns about you across games; "
+        "omit it and a new one is drawn",
+    ),
+]
+
+
+def player_id(key: str) -> str:
+    """The public player id of a player key: 16 hex digits of its SHA-256."""
+    import hashlib
+
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
 class SeatRequest(BaseModel):
     """Who plays a seat: a person, or an AI brain by spec (`planner`, `naive:16`)."""
 
@@ -92,6 +113,7 @@ class SeatRequest(BaseModel):
     name: PlayerName | None = Field(
         default=None, description="the creator's display name (the seat the creator takes)"
     )
+    player_key: PlayerKey | None = None
 
 
 class JoinRequest(BaseModel):
@@ -100,6 +122,7 @@ class JoinRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: PlayerName | None = None
+    player_key: PlayerKey | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +225,14 @@ class CreatedResponse(ServiceResponse):
     game_id: str
     seat: Seat | None = Field(description="the seat the creator holds (None: AI vs AI)")
     token: str | None = Field(description="the seat's bearer token, shown only this once")
+    player: str | None = Field(
+        default=None, description="the creator's stable player id (`player:<16 hex>`)"
+    )
+    player_key: str | None = Field(
+        default=None,
+        description="the creator's player key (the one sent, or a new one): keep it and "
+        "send it at your next create or join",
+    )
     game: GameResponse
     invite: str | None = Field(
         default=None,
@@ -212,8 +243,9 @@ class CreatedResponse(ServiceResponse):
     def as_json(self) -> Payload:
         """A public game's answer has no `invite` key (it is unchanged by private games)."""
         data = super().as_json()
-        if data.get("invite") is None:
-            data.pop("invite", None)
+        for key in ("invite", "player", "player_key"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 
@@ -221,6 +253,11 @@ class JoinedResponse(ServiceResponse):
     game_id: str
     seat: Seat = Field(description="the seat joined")
     token: str = Field(description="the seat's bearer token, shown only this once")
+    player: str = Field(description="your stable player id (`player:<16 hex>`)")
+    player_key: str = Field(
+        description="your player key (the one sent, or a new one): keep it and send it at "
+        "your next create or join"
+    )
     game: GameResponse
 
 

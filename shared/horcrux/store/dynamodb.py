@@ -410,11 +410,16 @@ class DynamoDbStore:
         return common.lobby_page(raw, limit, self._clock(), more=more)
 
     def join_seat(
-        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+        self,
+        game_id: str,
+        seat: Seat,
+        token_hash: str,
+        name: str | None = None,
+        player: str | None = None,
     ) -> GameSnapshot:
         current = self.load(game_id)
         for _ in range(JOIN_ATTEMPTS):
-            after = joined(current, seat, token_hash, name)
+            after = joined(current, seat, token_hash, name, player)
             item = mapping.encode_snapshot(after)
             put = self._snapshot_put(item, current.version)
             failed = self._conditional_put(put, (capacity.item_size(item),))

@@ -91,6 +91,8 @@ def _encode_seat(info: SeatInfo) -> Item:
         out["tok"] = {"S": info.token_hash}
     if info.name is not None:
         out["name"] = {"S": info.name}
+    if info.player is not None:
+        out["ply"] = {"S": info.player}
     return {"M": out}
 
 
@@ -101,6 +103,7 @@ def _decode_seat(value: Item) -> SeatInfo:
         brain=m["brain"]["S"] if "brain" in m else None,
         token_hash=m["tok"]["S"] if "tok" in m else None,
         name=m["name"]["S"] if "name" in m else None,
+        player=m["ply"]["S"] if "ply" in m else None,
     )
 
 

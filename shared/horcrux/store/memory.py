@@ -144,11 +144,16 @@ class MemoryStore:
         return common.lobby_page(lobby[: limit + 1], limit, now)
 
     def join_seat(
-        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+        self,
+        game_id: str,
+        seat: Seat,
+        token_hash: str,
+        name: str | None = None,
+        player: str | None = None,
     ) -> GameSnapshot:
         for _ in range(JOIN_ATTEMPTS):
             current = self.load(game_id)
-            after = joined(current, seat, token_hash, name)
+            after = joined(current, seat, token_hash, name, player)
             item = mapping.encode_snapshot(after)
             with self._lock:
                 self.op_counts["PutItem"] += 1

@@ -101,6 +101,12 @@ class SeatInfo(_Frozen):
     brain: str | None = Field(default=None, description="brain spec (`naive:8`) of an AI seat")
     token_hash: str | None = Field(default=None, description="sha256 of the player's token")
     name: str | None = Field(default=None, max_length=32, description="a person's display name")
+    player: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{16}$",
+        description="a person's stable player id (16 hex digits of the SHA-256 of the "
+        "player key they chose at create/join): their identity across games",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SeatInfo:
@@ -112,6 +118,8 @@ class SeatInfo(_Frozen):
             raise ValueError("a human seat has no brain")
         if self.name is not None and (self.kind == "ai" or self.token_hash is None):
             raise ValueError("only a taken human seat has a name")
+        if self.player is not None and (self.kind == "ai" or self.token_hash is None):
+            raise ValueError("only a taken human seat has a player id")
         return self
 
     @property
@@ -301,9 +309,15 @@ class GameStore(Protocol):
         ...
 
     def join_seat(
-        self, game_id: str, seat: Seat, token_hash: str, name: str | None = None
+        self,
+        game_id: str,
+        seat: Seat,
+        token_hash: str,
+        name: str | None = None,
+        player: str | None = None,
     ) -> GameSnapshot:
-        """Take a free human seat (version + 1), under the display `name` if one is given.
+        """Take a free human seat (version + 1), under the display `name` and the stable
+        `player` id if given.
         Conflict(`seat_taken`) if it is not free; NotFound if the game is missing or expired."""
         ...
 
@@ -420,7 +434,11 @@ def check_create(snapshot: GameSnapshot, started: GameStarted) -> None:
 
 
 def joined(
-    current: GameSnapshot, seat: Seat, token_hash: str, name: str | None = None
+    current: GameSnapshot,
+    seat: Seat,
+    token_hash: str,
+    name: str | None = None,
+    player: str | None = None,
 ) -> GameSnapshot:
     """The snapshot with `seat` taken by `token_hash`; Conflict if the seat is not free."""
     if not token_hash:
@@ -429,7 +447,7 @@ def joined(
     if not info.free:
         who = "an AI" if info.kind == "ai" else "another player"
         raise Conflict(f"the {seat} seat is taken by {who}", reason="seat_taken", current=current)
-    taken = SeatInfo(kind="human", token_hash=token_hash, name=name)
+    taken = SeatInfo(kind="human", token_hash=token_hash, name=name, player=player)
     seats = {**current.seats, seat: taken}
     return current.model_copy(update={"seats": seats, "version": current.version + 1})
 

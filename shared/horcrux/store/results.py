@@ -61,6 +61,12 @@ class DecoyRecord(_Frozen):
         "(None: no belief history for that turn)"
     )
     attacked_turn: int | None = Field(description="the turn Harry attacked it (None: never)")
+    at_rule_top: bool | None = Field(
+        default=None,
+        description="planted where the filter's planting rule expects (the free location "
+        "with the highest public evidence, evidence > 0): ECHO's `plant_top` (None: a "
+        "record written before this field)",
+    )
 
 
 class BeliefSummary(_Frozen):
