@@ -72,6 +72,12 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(autouse=True)
+def _private_player_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`horcrux play`'s player key goes to the test's own folder, never ~/.config."""
+    monkeypatch.setenv("HORCRUX_PLAYER_FILE", str(tmp_path / "player_key"))
+
+
 @pytest.fixture
 def classic() -> RuleSet:
     return CLASSIC

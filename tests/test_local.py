@@ -210,6 +210,52 @@ def test_join_without_a_seat_takes_the_free_one_or_says_there_is_none(served: Se
     assert code == 1 and "409 seat_taken" in err.getvalue()
 
 
+def test_a_person_keeps_one_player_id_across_games(
+    served: Served, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from horcrux.local.player import player_key
+    from horcrux.service.models import player_id
+
+    def ids(out: str) -> list[str]:
+        return re.findall(r"You play as (player:[0-9a-f]+)", out)
+
+    def session(**kw: Any) -> str:
+        out = io.StringIO()
+        code = play(served.url, inp=io.StringIO("quit\n"), out=out, err=io.StringIO(), **kw)
+        assert code == 0, out.getvalue()
+        return out.getvalue()
+
+    first = session(rules="classic", seed=5)
+    key_file = tmp_path / "player_key"
+    assert key_file.stat().st_mode & 0o777 == 0o600  # a secret: only its owner reads it
+    key = key_file.read_text().strip()
+    assert key not in first  # never printed
+    expected = f"player:{player_id(key)}"
+    assert ids(first) == [expected]
+    assert player_key() == key  # the same key next time
+    # a second game, and a join, as the same person: the same id
+    assert ids(session(rules="classic", seed=6)) == [expected]
+    other = served.client.create_game({"kind": "human"}, {"kind": "human"}, rules="classic")
+
+    def harry_moves(game_id: str) -> None:  # once the joiner holds Voldemort's seat
+        served.client.move(game_id, other["token"], {"type": "search", "location": "hogwarts"})
+
+    assert ids(session(join=other["game_id"], on_ready=harry_moves)) == [expected]
+    # another person (another key file): another id
+    monkeypatch.setenv("HORCRUX_PLAYER_FILE", str(tmp_path / "someone-else"))
+    assert ids(session(rules="classic", seed=7)) != [expected]
+
+
+def test_a_damaged_player_file_is_replaced_not_sent(tmp_path: Any) -> None:
+    from horcrux.local.player import KEY_PATTERN, player_key
+
+    where = tmp_path / "sub" / "player_key"
+    where.parent.mkdir()
+    where.write_text("not a key!\n")
+    key = player_key(where)
+    assert KEY_PATTERN.fullmatch(key) and where.read_text().strip() == key
+
+
 # ---------------------------------------------------------------- AI vs AI
 def test_ai_vs_ai_games_created_over_http_finish(served: Served) -> None:
     c = served.client

@@ -267,6 +267,17 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
     _shot(page, "replay")
+    # the browser keeps one player key (the API's, from the first create): the next game is
+    # created as the same player, so memory of this person builds up; never in a URL
+    key = page.evaluate("localStorage.getItem('horcrux.player_key')")
+    assert isinstance(key, str) and len(key) >= 22
+    page.goto(served.url + "/")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/games")) as sent:
+        page.get_by_test_id("new-game").click()
+    body = json.loads(sent.value.post_data or "{}")
+    assert body["seats"]["harry"]["player_key"] == key
+    expect(page.get_by_test_id("seat-harry")).to_be_visible()
+    assert key not in page.url
     assert errors == []
     context.close()
 

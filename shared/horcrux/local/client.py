@@ -109,10 +109,19 @@ class HorcruxClient:
         )
         return result
 
-    def join(self, game_id: str, seat: str, *, invite: str | None = None) -> Payload:
-        """`POST /games/{id}/seats/{seat}` (a private game's with `?invite=`)."""
+    def join(
+        self,
+        game_id: str,
+        seat: str,
+        *,
+        invite: str | None = None,
+        player_key: str | None = None,
+    ) -> Payload:
+        """`POST /games/{id}/seats/{seat}` (a private game's with `?invite=`), as the player
+        of `player_key` if given."""
+        body = {"player_key": player_key} if player_key is not None else None
         result: Payload = self.request(
-            "POST", f"/games/{_q(game_id)}/seats/{_q(seat)}", query={"invite": invite}
+            "POST", f"/games/{_q(game_id)}/seats/{_q(seat)}", body=body, query={"invite": invite}
         )
         return result
 

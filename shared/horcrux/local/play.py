@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from horcrux.local.client import ApiError, ApiUnavailable, HorcruxClient
+from horcrux.local.player import player_file, player_key
 from horcrux.rules import display_name
 
 Payload = dict[str, Any]
@@ -514,27 +515,33 @@ def start_session(
     voldemort: str | None = None,
     seed: int | None = None,
     join: str | None = None,
-) -> tuple[str, str, str]:
+    player_key: str | None = None,
+) -> tuple[str, str, str, str | None]:
     """Create a game (the person's seat human, the other an AI; Harry unless `seat` says)
-    or join one, taking `seat` or else the game's free seat: (id, token, seat)."""
+    or join one, taking `seat` or else the game's free seat: (id, token, seat, player id).
+    The person plays as `player_key` (their stable id across games) when it is given."""
     if join is not None:
         if seat is None:
             free = client.free_seats(join)
             if not free:
                 raise NoFreeSeat(f"game {join} has no free seat to join")
             seat = free[0]
-        joined = client.join(join, seat)
-        return str(joined["game_id"]), str(joined["token"]), str(joined["seat"])
+        joined = client.join(join, seat, player_key=player_key)
+        player = joined.get("player")
+        return str(joined["game_id"]), str(joined["token"]), str(joined["seat"]), player
     seat = seat or "harry"
     ai_brain = voldemort if seat == "harry" else harry
     ai: Payload = {"kind": "ai"}
     if ai_brain:
         ai["brain"] = ai_brain
-    seats = {"harry": {"kind": "human"}, "voldemort": ai}
+    human: Payload = {"kind": "human"}
+    if player_key is not None:
+        human["player_key"] = player_key
+    seats = {"harry": human, "voldemort": ai}
     if seat == "voldemort":
-        seats = {"harry": ai, "voldemort": {"kind": "human"}}
+        seats = {"harry": ai, "voldemort": human}
     created = client.create_game(seats["harry"], seats["voldemort"], rules=rules, seed=seed)
-    return str(created["game_id"]), str(created["token"]), seat
+    return str(created["game_id"]), str(created["token"]), seat, created.get("player")
 
 
 def play(
@@ -555,9 +562,18 @@ def play(
     seats the person as Harry, and `join` takes the game's free seat."""
     client = HorcruxClient(api)
     try:
-        game_id, token, seat = start_session(
-            client, seat=seat, rules=rules, harry=harry, voldemort=voldemort, seed=seed, join=join
+        game_id, token, seat, player = start_session(
+            client,
+            seat=seat,
+            rules=rules,
+            harry=harry,
+            voldemort=voldemort,
+            seed=seed,
+            join=join,
+            player_key=player_key(),
         )
+        if player:
+            print(f"You play as {player} (your id across games; key in {player_file()})", file=out)
         if on_ready is not None:
             on_ready(game_id)
         session = Session(client, game_id, token, seat, out=out, inp=inp, echo=not inp.isatty())

@@ -6,6 +6,13 @@
 
 const SEATS_KEY = "horcrux.seats.v1";
 const NAME_KEY = "horcrux.name.v1";
+// the browser's stable player key (the API's `player_key`): the same player id across games,
+// so cross-game memory of this person builds up; a secret like the tokens, never in a URL
+const PLAYER_KEY = "horcrux.player_key";
+const playerKey = () => localStorage.getItem(PLAYER_KEY) || null;
+function keepPlayerKey(data) {
+  if (!playerKey() && data && typeof data.player_key === "string") localStorage.setItem(PLAYER_KEY, data.player_key);
+}
 const POLL_MS = [250, 500, 1000, 1000, 1000, 2000, 4000, 8000]; // by idle polls, then 8 s
 const LOBBY_POLL_MS = [5000, 5000, 10000];
 const metrics = (window.horcruxMetrics = { moves: [] });
@@ -372,8 +379,10 @@ async function lobbyScreen() {
 }
 
 function withName(seat, name) {
+  // the creator's own seat: their name, if any, and their player key, if they have one
   const trimmed = String(name || "").trim();
-  return trimmed ? { ...seat, name: trimmed } : seat;
+  const key = playerKey();
+  return { ...seat, ...(trimmed ? { name: trimmed } : {}), ...(key ? { player_key: key } : {}) };
 }
 
 function fillOpen(tbody, games, nameInput) {
@@ -422,6 +431,7 @@ async function createGame(body, name) {
   message("");
   try {
     const r = await api("POST", "/games", { body });
+    keepPlayerKey(r.data);
     if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim());
     go(`#/game/${encodeURIComponent(r.data.game_id)}`);
   } catch (err) {
@@ -433,7 +443,9 @@ async function joinGame(gameId, seat, name) {
   localStorage.setItem(NAME_KEY, name || "");
   const trimmed = String(name || "").trim();
   try {
-    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}`, trimmed ? { body: { name: trimmed } } : {});
+    const body = { ...(trimmed ? { name: trimmed } : {}), ...(playerKey() ? { player_key: playerKey() } : {}) };
+    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}`, Object.keys(body).length ? { body } : {});
+    keepPlayerKey(r.data);
     holdSeat(gameId, seat, r.data.token, trimmed);
     go(`#/game/${encodeURIComponent(gameId)}`);
   } catch (err) {
