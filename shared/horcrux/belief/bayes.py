@@ -67,8 +67,9 @@ from horcrux.belief.base import BeliefPoint
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 
-Motion = Literal["trigger", "hazard", "static"]
-Placement = Literal["evidence", "random"]
+Motion = Literal["trigger", "hazard", "static", "belief"]
+Placement = Literal["evidence", "random", "belief"]
+Destination = Literal["uniform", "low"]
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
@@ -87,7 +88,13 @@ class AdversaryModel:
     hazard: float = 0.03  # P(one relocation per turn | charges left)
     plant: float = 0.0  # P(plant a decoy this turn | it is possible)
     prior: float = 1.0
-    placement: Placement = "evidence"  # where: the top-evidence free location, or anywhere free
+    placement: Placement = "evidence"  # where: the top-evidence free location, anywhere
+    # free, or ("belief") the free location Harry's own map rates highest, above k/N
+    threshold: float = 0.5  # `belief` motion: Harry's occupancy that triggers a move
+    spread: float = 0.0  # `belief`: the threshold is uniform on threshold +- spread
+    destination: Destination = "uniform"  # where a moved Horcrux goes: any free location,
+    # or ("low") the free locations Harry's map rates lowest (within `LOW_BAND`)
+    scatter: float = 0.0  # `belief`: the share of moves and decoys that go anywhere free
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -112,6 +119,51 @@ MODES: dict[str, tuple[AdversaryModel, ...]] = {
         ),
     ),
 }
+BELIEF_THRESHOLDS = (0.35, 0.5, 0.65, 0.8)
+"""The prior's support for a belief-reacting adversary's trigger (Harry's occupancy)."""
+
+
+def belief_models(
+    total: float,
+    thresholds: tuple[float, ...] = BELIEF_THRESHOLDS,
+    *,
+    spread: float = 0.05,
+    plant: float = 1.0,
+    scatter: float = 0.15,
+) -> tuple[AdversaryModel, ...]:
+    """Adversaries that react to Harry's own map (docs/MEMORY.md, "Belief-reacting
+    adversaries"): for each threshold, one moving the Horcrux Harry rates highest to the
+    locations he rates lowest once his occupancy there crosses it, and planting decoys
+    at his top free location; `total` prior mass shared evenly."""
+    each = total / len(thresholds)
+    return tuple(
+        AdversaryModel(
+            f"belief@{t:g}",
+            "belief",
+            trigger=1.0,
+            threshold=t,
+            spread=spread,
+            plant=plant,
+            placement="belief",
+            destination="low",
+            scatter=scatter,
+            prior=each,
+        )
+        for t in thresholds
+    )
+
+
+MODES["aware"] = (
+    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.45),
+    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.1),
+    AdversaryModel("static", "static", plant=0.0, prior=0.1),
+    *belief_models(0.35),
+)
+LOW_BAND = 0.02
+"""A `low` destination: the free locations within this much of Harry's lowest occupancy."""
+TOP_BAND = 0.02
+"""A `belief` decoy: the free locations within this much of Harry's top one are one group."""
+
 DEFAULT_MODE = "mixture"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
 against every scripted Voldemort, without `robust`'s probing attacks, which the
@@ -143,6 +195,9 @@ class _Tables:
     up: FloatArray  # (n_{k-1}, n_sets) incidence T subset of S (sums by matmul: fast)
     down: FloatArray  # its transpose, contiguous
     ones: FloatArray  # (n_sets,)
+    # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
+    # Horcrux moving from j to u takes set s
+    swap: IntArray  # (n_sets, n, n)
 
 
 @lru_cache(maxsize=64)
@@ -183,6 +238,13 @@ def _tables(n: int, k: int) -> _Tables:
     up = np.zeros((len(smaller), len(sets)))
     for i, row in enumerate(supersets):
         up[i, row] = 1.0
+    swap = np.zeros((len(sets), n, n), dtype=np.intp)
+    for i, s in enumerate(sets):
+        for j in s:
+            rest = [x for x in s if x != j]
+            for u in range(n):
+                if u not in s:
+                    swap[i, j, u] = index[tuple(sorted((*rest, u)))]
     return _Tables(
         n=n,
         k=k,
@@ -198,6 +260,7 @@ def _tables(n: int, k: int) -> _Tables:
         up=up,
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
+        swap=swap,
     )
 
 
@@ -278,7 +341,12 @@ def forgotten_budgets(
     charges: list[tuple[float, ...]] = []
     decoys: list[tuple[float, ...]] = []
     for model in models:
-        move = {"trigger": model.trigger * hit, "hazard": model.hazard, "static": 0.0}[model.motion]
+        move = {
+            "trigger": model.trigger * hit,
+            "belief": model.trigger * hit,  # a Harry who recalls nothing rarely crosses it
+            "hazard": model.hazard,
+            "static": 0.0,
+        }[model.motion]
         used = _spent(turns, move, rules.relocations)
         charges.append(_blend(tuple(reversed(used)), trust if turns else 1.0))  # j used: R - j left
         plant = model.plant * positive * (1.0 - move)
@@ -335,8 +403,11 @@ class _Filters:
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
+        self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
+        self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
-        self._anywhere = [m.placement == "random" for m in models]
+        self._placement = [m.placement for m in models]
+        self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._marginal: FloatArray | None = None
 
@@ -408,7 +479,12 @@ class _Filters:
         self._normalise(self.totals())
 
     # ------------------------------------------------------------ predictive step
-    def predict(self, positives: list[int], evidence: FloatArray) -> None:
+    def predict(
+        self, positives: list[int], evidence: FloatArray, harry: FloatArray | None = None
+    ) -> None:
+        """Voldemort's move after Harry's turn, per model. `harry` is Harry's own map
+        (the mixture's marginals after this turn's observations): what the `belief`
+        models' triggers, destinations and decoys read."""
         tab = self.tab
         moved_total = np.zeros(self.count)
         w = self.w
@@ -445,8 +521,70 @@ class _Filters:
                 incoming = (moved @ tab.down) @ tab.up - tab.k * moved
                 w[1:, i] -= moved
                 w[:-1, i] += incoming * share
+            if self._belief and harry is not None:
+                plan = self._belief_moves(harry)
+                for i, model in self._belief:
+                    moved_total[i] += self._move_belief(i, model, harry, plan)
         if self.used.shape[1] > 1 and self.p_plant.any():
-            self._plant(1.0 - moved_total, evidence)
+            self._plant(1.0 - moved_total, evidence, harry)
+
+    def _belief_moves(self, harry: FloatArray) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
+        """Per set: the top occupancy among its locations (what a trigger reads), the
+        location holding it, and the destinations' rows and probabilities under `low`
+        (the free locations within LOW_BAND of the lowest) and `uniform`."""
+        tab = self.tab
+        member = tab.member
+        rated = np.where(member, harry[None, :], -1.0)
+        top_loc = rated.argmax(axis=1)
+        rows = np.arange(len(tab.sets))
+        top = rated[rows, top_loc]
+        others = np.where(member, np.inf, harry[None, :])
+        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
+        low_p = low / low.sum(axis=1, keepdims=True)
+        targets = tab.swap[rows, top_loc]  # (sets, n): the row after a move to u
+        return top, top_loc, targets, low_p
+
+    def _move_belief(
+        self,
+        i: int,
+        model: AdversaryModel,
+        harry: FloatArray,
+        plan: tuple[FloatArray, IntArray, IntArray, FloatArray],
+    ) -> float:
+        """Model i's belief-reacting move: each set whose top occupancy crosses the
+        model's threshold moves that Horcrux (one charge) to its destinations."""
+        top, _top_loc, targets, low_p = plan
+        if model.spread > 0.0:
+            lo = model.threshold - model.spread
+            fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+        else:
+            fire = (top >= model.threshold).astype(np.float64)
+        fire *= model.trigger
+        go = np.flatnonzero(fire > 0.0)
+        if not len(go):
+            return 0.0
+        self._marginal = None
+        w = self.w
+        moved = w[1:, i][:, go] * fire[go][None, :]  # (R, moving sets)
+        total = float(moved.sum())
+        if total <= 0.0:
+            return 0.0
+        free = ~self.tab.member[go]
+        anywhere = free / free.sum(axis=1, keepdims=True)
+        if model.destination == "low":
+            dest = low_p[go]
+            if model.scatter > 0.0:
+                dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
+        else:
+            dest = anywhere
+        w[1:, i][:, go] -= moved
+        n_sets = len(self.tab.sets)
+        contrib = moved[:, :, None] * dest[None, :, :]  # (R, moving, n)
+        offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
+        idx = (targets[go][None, :, :] + offsets).reshape(-1)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
+        w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        return total
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
@@ -463,11 +601,45 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant(self, p_no_move: FloatArray, evidence: FloatArray) -> None:
+    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
+        """A `belief` decoy: at the free location Harry's map rates highest. Locations
+        within TOP_BAND of each other are one group, the decoy going to any free one of
+        the first group with a free location (an adversary reading a slightly different
+        map breaks near-ties his own way); a `scatter` share goes anywhere free."""
+        marginal = self.marginal()[i]
+        c_row = self.c[i]
+        scatter = self.models[i].scatter
+        planted = 0.0
+        reach = 1.0  # P(every location of the better groups is taken)
+        start = 0
+        while start < len(order) and reach > 1e-9:
+            head = float(harry[order[start]])
+            stop = start
+            while stop < len(order) and float(harry[order[stop]]) >= head - TOP_BAND:
+                stop += 1
+            group = np.array(order[start:stop], dtype=np.intp)
+            free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
+            expected = float(free.sum())
+            if expected > 0.0:
+                c_row[group] += (1.0 - c_row[group]) * min(1.0, reach * chance * (1 - scatter) / expected)
+                planted += reach * min(1.0, expected)
+            reach *= float(np.prod(1.0 - free))
+            start = stop
+        if scatter > 0.0:
+            free_all = (1.0 - marginal) * (1.0 - c_row)
+            total = float(free_all.sum())
+            if total > 0.0:
+                c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
+        return planted
+
+    def _plant(
+        self, p_no_move: FloatArray, evidence: FloatArray, harry: FloatArray | None = None
+    ) -> None:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         marginal: FloatArray | None = None
         cand: list[int] | None = None
+        rated: list[int] | None = None
         # scalar loops: a handful of candidates and at most a few models, where numpy's
         # per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
@@ -477,7 +649,10 @@ class _Filters:
                 marginal = self.marginal()
             chance = go * left  # this model plants now
             c_row = self.c[i]
-            if self._anywhere[i]:  # a uniformly drawn free location
+            placement = self._placement[i]
+            if placement == "belief" and harry is None:
+                continue
+            if placement == "random":  # a uniformly drawn free location
                 free = (1.0 - marginal[i]) * (1.0 - c_row)  # P(j is free)
                 total = float(free.sum())
                 if total <= 0.0:
@@ -485,22 +660,36 @@ class _Filters:
                 c_row += (1.0 - c_row) * min(1.0, chance / total)  # P(j drawn | j free)
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
-                if cand is None:
-                    positive = np.flatnonzero(evidence > 0.0)
-                    if len(positive) > 1:  # best evidence first, board order on ties
-                        positive = positive[np.argsort(-evidence[positive], kind="stable")]
-                    cand = positive.tolist()
-                if not cand:
+                # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
+                if placement == "belief":
+                    if rated is None:
+                        assert harry is not None
+                        above = np.flatnonzero(harry > self.tab.k / self.n)
+                        rated = above[np.argsort(-harry[above], kind="stable")].tolist()
+                    order = rated
+                else:
+                    if cand is None:
+                        positive = np.flatnonzero(evidence > 0.0)
+                        if len(positive) > 1:  # best evidence first, board order on ties
+                            positive = positive[np.argsort(-evidence[positive], kind="stable")]
+                        cand = positive.tolist()
+                    order = cand
+                if not order:
                     continue
-                reach = 1.0  # P(every better candidate is taken)
-                planted = 0.0  # P(a decoy now | charges left), before `go`
-                for j, m in zip(cand, marginal[i, cand].tolist(), strict=True):
-                    c = float(c_row[j])
-                    if c < 1.0:
-                        c_row[j] = c + (1.0 - c) * reach * chance
-                        planted += reach * (1.0 - m) * (1.0 - c)
-                    reach *= m + (1.0 - m) * c
-                planted = min(1.0, planted * go)
+                if placement == "belief":
+                    assert harry is not None
+                    planted = self._plant_on_map(i, order, harry, chance)
+                    planted = min(1.0, planted * go)
+                else:
+                    reach = 1.0  # P(every better candidate is taken)
+                    planted = 0.0  # P(a decoy now | charges left), before `go`
+                    for j, m in zip(order, marginal[i, order].tolist(), strict=True):
+                        c = float(c_row[j])
+                        if c < 1.0:
+                            c_row[j] = c + (1.0 - c) * reach * chance
+                            planted += reach * (1.0 - m) * (1.0 - c)
+                        reach *= m + (1.0 - m) * c
+                    planted = min(1.0, planted * go)
             used = self.used[i]
             shift = used[:-1] * planted
             used[:-1] -= shift
@@ -638,7 +827,9 @@ class BayesBelief:
             self._observe(turn, obs)
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self._index[obs.location])
-        self._filters.predict(positives, self._evidence)
+        self._cache = None
+        harry = self.marginals().copy() if self._filters.reads_harry else None
+        self._filters.predict(positives, self._evidence, harry)
         self._ends.append(len(self._log))
         self._turns.append(turn)
         self._turn = turn
