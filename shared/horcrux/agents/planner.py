@@ -74,6 +74,23 @@ class PlannerParams:
     info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (the I_j)
     ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
     endgame: bool = True
+    # robustness to an adversary who knows the algorithm (docs/MEMORY.md, "A Harry whose
+    # algorithm is known"); the defaults are the rule before it
+    jitter: float = 0.0  # each turn's attack threshold is lowered by U(0, jitter), drawn
+    # from Harry's private per-turn stream
+    near: float = 0.0  # searches within this share of the best information are near-equal:
+    # one is drawn from the private stream (0: the best, ties by `ties`)
+    probe_min: float = 1.0  # probe: attack the top location at this occupancy or more ...
+    probe_spare: int = 99  # ... while at least this many spare attacks remain ...
+    probe_after: int = 99  # ... from this turn on ...
+    probe_weight: float = 1.0  # ... when the models of an adversary who reacts to a
+    # positive at once (`trigger`, the reference's style) weigh at most this
+    cap_floor: float = 1.0  # capped attack: attack the top location at this occupancy or
+    # more when one more positive there would not raise it by `cap_gain` (an adversary
+    # who moves what Harry is about to attack caps the map: waiting cannot help)
+    cap_gain: float = 0.05
+    hesitate: float = 0.0  # P(search instead of a threshold attack), drawn from the
+    # private stream: an adversary running this code cannot know which turn he attacks
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -140,7 +157,7 @@ class PlannerHarry:
     def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
         start = time.perf_counter()
         self.sync(view)
-        choice = self.choose(view)
+        choice = plan(self.belief, view, self.params, rng)
         self._record(view.turn, choice.kind, "planner", start)
         return choice.move
 
@@ -157,9 +174,10 @@ class PlannerHarry:
         self.belief = BayesBelief(self.rules, self.mode, models=models)
         self.params = PlannerParams()
 
-    def choose(self, view: HarryView) -> Choice:
-        """The decision on the current belief (no side effects)."""
-        return plan(self.belief, view, self.params)
+    def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
+        """The decision on the current belief (no side effects). Without `rng` the
+        randomised pieces take their middle (no jitter, the best search)."""
+        return plan(self.belief, view, self.params, rng)
 
     def _record(self, turn: int, kind: str, source: Source, start: float) -> None:
         self.counts[kind] += 1
@@ -205,6 +223,21 @@ class PlannerHarry:
             ties=head["params"].get("ties", "shuffle"),
             # a brain saved before the endgame rule existed keeps playing without it
             endgame=head["params"].get("endgame", False),
+            **{
+                key: head["params"][key]
+                for key in (
+                    "jitter",
+                    "near",
+                    "probe_min",
+                    "probe_spare",
+                    "probe_after",
+                    "probe_weight",
+                    "cap_floor",
+                    "cap_gain",
+                    "hesitate",
+                )
+                if key in head["params"]
+            },
         )
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
@@ -221,8 +254,23 @@ def forced_attack(view: HarryView, params: PlannerParams) -> bool:
     )
 
 
-def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
-    """The planner's rule on a Bayes map: threshold attack, else most informative action."""
+def model_weight(belief: BayesBelief, motion: str) -> float:
+    """Posterior weight of the belief's adversary models with this motion."""
+    weights = belief.model_weights()
+    return float(sum(w for m, w in zip(belief.models, weights, strict=True) if m.motion == motion))
+
+
+def plan(
+    belief: BayesBelief,
+    view: HarryView,
+    params: PlannerParams,
+    rng: random.Random | None = None,
+) -> Choice:
+    """The planner's rule on a Bayes map: threshold attack, else most informative action.
+
+    `rng` is Harry's private per-turn stream: it draws the attack threshold's jitter and
+    one of the near-equal searches, so that running this code on Harry's view does not
+    tell an adversary what Harry does next (without it: no jitter, the best search)."""
     rules = view.rules
     locs = rules.locations
     m = belief.marginals()
@@ -234,16 +282,38 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     )
     best = _argmax(m, ties)
     spare = view.attacks_left - k
-    if forced_attack(view, params) or (
-        view.attacks_left > 0 and float(m[best]) >= params.threshold(spare)
-    ):
+    threshold = params.threshold(spare)
+    if params.jitter > 0.0 and rng is not None:
+        threshold -= params.jitter * rng.random()
+    if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
+    ready = view.attacks_left > 0 and float(m[best]) >= threshold
+    kind = "attack"
+    if not ready and view.attacks_left > 0 and float(m[best]) >= params.cap_floor:
+        after = belief.preview(locs[best], True)
+        if float(after[best]) < float(m[best]) + params.cap_gain:
+            ready, kind = True, "capped"
+    if ready and not (params.hesitate > 0.0 and rng is not None and rng.random() < params.hesitate):
+        return Choice(Attack(location=locs[best]), kind, float(m[best]))
+    if (
+        view.attacks_left > 0
+        and spare >= params.probe_spare
+        and view.turn >= params.probe_after
+        and float(m[best]) >= params.probe_min
+        and model_weight(belief, "trigger") <= params.probe_weight
+    ):
+        return Choice(Attack(location=locs[best]), "probe", float(m[best]))
 
     info_of = (
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
     j = _argmax(info, ties)
+    if params.near > 0.0 and rng is not None:
+        top = float(info[j])
+        close = np.flatnonzero(info >= top * (1.0 - params.near))
+        if len(close) > 1:
+            j = int(close[rng.randrange(len(close))])
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]
     allies = view.allies
     if "hermione" in allies and allies["hermione"].available:
@@ -271,8 +341,16 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
+RANDOMISED = PlannerParams(jitter=0.1, near=0.1)
+"""The default Harry's play: the rule's attack threshold lowered by U(0, 0.1) and one of
+the searches within 10% of the best information, both drawn from his private stream."""
+
 MODE_PARAMS: dict[str, PlannerParams] = {
     "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
+    "aware": RANDOMISED,
+    "aware-probe": replace(
+        RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
+    ),
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,

@@ -51,6 +51,7 @@ Snapshot
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import struct
@@ -58,6 +59,7 @@ import zlib
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import combinations
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -70,7 +72,9 @@ from horcrux.rules import RuleSet, Sensor
 Motion = Literal["trigger", "hazard", "static", "belief"]
 Placement = Literal["evidence", "random", "belief"]
 Destination = Literal["uniform", "low"]
+Reads = Literal["own", "naive"]
 FloatArray = NDArray[np.float64]
+Maps = dict[str, FloatArray]  # Harry's maps a belief-reacting adversary may read, by `reads`
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
@@ -95,6 +99,9 @@ class AdversaryModel:
     destination: Destination = "uniform"  # where a moved Horcrux goes: any free location,
     # or ("low") the free locations Harry's map rates lowest (within `LOW_BAND`)
     scatter: float = 0.0  # `belief`: the share of moves and decoys that go anywhere free
+    reads: Reads = "own"  # `belief`: which map of Harry's the adversary reads: his own
+    # (the whole mixture), or ("naive") the map of a Harry who models no belief-reacting
+    # adversary (the mixture of this belief's other models: the level-0 public map)
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -127,18 +134,19 @@ def belief_models(
     total: float,
     thresholds: tuple[float, ...] = BELIEF_THRESHOLDS,
     *,
-    spread: float = 0.05,
+    spread: float = 0.02,
     plant: float = 1.0,
     scatter: float = 0.15,
+    reads: tuple[Reads, ...] = ("naive", "own"),
 ) -> tuple[AdversaryModel, ...]:
     """Adversaries that react to Harry's own map (docs/MEMORY.md, "Belief-reacting
     adversaries"): for each threshold, one moving the Horcrux Harry rates highest to the
     locations he rates lowest once his occupancy there crosses it, and planting decoys
     at his top free location; `total` prior mass shared evenly."""
-    each = total / len(thresholds)
+    each = total / (len(thresholds) * len(reads))
     return tuple(
         AdversaryModel(
-            f"belief@{t:g}",
+            f"belief@{t:g}" + ("" if r == "own" else f"/{r}"),
             "belief",
             trigger=1.0,
             threshold=t,
@@ -147,24 +155,32 @@ def belief_models(
             placement="belief",
             destination="low",
             scatter=scatter,
+            reads=r,
             prior=each,
         )
+        for r in reads
         for t in thresholds
     )
 
 
-MODES["aware"] = (
-    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.45),
-    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.1),
-    AdversaryModel("static", "static", plant=0.0, prior=0.1),
+AWARE: tuple[AdversaryModel, ...] = (
+    # `mixture`'s three models with its priors scaled by 0.65: their own mixture (the
+    # `naive` map) is then exactly `mixture`'s map
+    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.455),
+    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.0975),
+    AdversaryModel("static", "static", plant=0.0, prior=0.0975),
     *belief_models(0.35),
 )
+"""`mixture` plus the belief-reacting models (prior 0.35 shared by four thresholds)."""
+MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
+MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
+MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
 """A `belief` decoy: the free locations within this much of Harry's top one are one group."""
 
-DEFAULT_MODE = "mixture"
+DEFAULT_MODE = "aware"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
 against every scripted Voldemort, without `robust`'s probing attacks, which the
 evaluation counts as failures (docs/MEMORY.md)."""
@@ -480,11 +496,16 @@ class _Filters:
 
     # ------------------------------------------------------------ predictive step
     def predict(
-        self, positives: list[int], evidence: FloatArray, harry: FloatArray | None = None
+        self,
+        positives: list[int],
+        evidence: FloatArray,
+        maps: Callable[[], Maps | None] | None = None,
     ) -> None:
-        """Voldemort's move after Harry's turn, per model. `harry` is Harry's own map
-        (the mixture's marginals after this turn's observations): what the `belief`
-        models' triggers, destinations and decoys read."""
+        """Voldemort's move after Harry's turn, per model. `maps()` gives Harry's maps
+        once the other models have moved (`own`: the mixture's marginals; `naive`: those
+        of the models that do not react to his map): what the `belief` models' triggers,
+        destinations and decoys read."""
+        harry: Maps | None = None
         tab = self.tab
         moved_total = np.zeros(self.count)
         w = self.w
@@ -521,10 +542,18 @@ class _Filters:
                 incoming = (moved @ tab.down) @ tab.up - tab.k * moved
                 w[1:, i] -= moved
                 w[:-1, i] += incoming * share
+            if self._belief and maps is not None:
+                self._marginal = None
+                harry = maps()
             if self._belief and harry is not None:
-                plan = self._belief_moves(harry)
+                plans: dict[str, tuple[FloatArray, IntArray, IntArray, FloatArray]] = {}
                 for i, model in self._belief:
-                    moved_total[i] += self._move_belief(i, model, harry, plan)
+                    if model.reads not in plans:
+                        plans[model.reads] = self._belief_moves(harry[model.reads])
+                    moved_total[i] += self._move_belief(i, model, plans[model.reads])
+        if harry is None and maps is not None and self.reads_harry:
+            self._marginal = None
+            harry = maps()
         if self.used.shape[1] > 1 and self.p_plant.any():
             self._plant(1.0 - moved_total, evidence, harry)
 
@@ -548,7 +577,6 @@ class _Filters:
         self,
         i: int,
         model: AdversaryModel,
-        harry: FloatArray,
         plan: tuple[FloatArray, IntArray, IntArray, FloatArray],
     ) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
@@ -601,7 +629,9 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
+    def _plant_on_map(
+        self, i: int, order: list[int], harry: FloatArray, chance: float
+    ) -> float:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
         within TOP_BAND of each other are one group, the decoy going to any free one of
         the first group with a free location (an adversary reading a slightly different
@@ -632,14 +662,12 @@ class _Filters:
                 c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
         return planted
 
-    def _plant(
-        self, p_no_move: FloatArray, evidence: FloatArray, harry: FloatArray | None = None
-    ) -> None:
+    def _plant(self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None) -> None:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         marginal: FloatArray | None = None
         cand: list[int] | None = None
-        rated: list[int] | None = None
+        rated: dict[str, list[int]] = {}
         # scalar loops: a handful of candidates and at most a few models, where numpy's
         # per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
@@ -661,12 +689,14 @@ class _Filters:
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
+                reads = self.models[i].reads
                 if placement == "belief":
-                    if rated is None:
-                        assert harry is not None
-                        above = np.flatnonzero(harry > self.tab.k / self.n)
-                        rated = above[np.argsort(-harry[above], kind="stable")].tolist()
-                    order = rated
+                    assert harry is not None
+                    if reads not in rated:
+                        seen = harry[reads]
+                        above = np.flatnonzero(seen > self.tab.k / self.n)
+                        rated[reads] = above[np.argsort(-seen[above], kind="stable")].tolist()
+                    order = rated[reads]
                 else:
                     if cand is None:
                         positive = np.flatnonzero(evidence > 0.0)
@@ -678,7 +708,7 @@ class _Filters:
                     continue
                 if placement == "belief":
                     assert harry is not None
-                    planted = self._plant_on_map(i, order, harry, chance)
+                    planted = self._plant_on_map(i, order, harry[reads], chance)
                     planted = min(1.0, planted * go)
                 else:
                     reach = 1.0  # P(every better candidate is taken)
@@ -828,8 +858,7 @@ class BayesBelief:
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self._index[obs.location])
         self._cache = None
-        harry = self.marginals().copy() if self._filters.reads_harry else None
-        self._filters.predict(positives, self._evidence, harry)
+        self._filters.predict(positives, self._evidence, self._maps)
         self._ends.append(len(self._log))
         self._turns.append(turn)
         self._turn = turn
@@ -865,6 +894,56 @@ class BayesBelief:
         m = self.marginals()
         order = np.argsort(-m, kind="stable")[:n]
         return [(self.rules.locations[int(i)], round(float(m[i]), 6)) for i in order]
+
+    def preview(self, location: str, positive: bool, sensor: Sensor | None = None) -> FloatArray:
+        """The marginals Harry would hold after one more search at `location` with this
+        outcome and Voldemort's move after it (nothing is changed: a planner's lookahead)."""
+        saved = self._filters
+        trial = copy.copy(saved)
+        trial.w = saved.w.copy()
+        trial.c = saved.c.copy()
+        trial.used = saved.used.copy()
+        trial.log_evidence = saved.log_evidence.copy()
+        trial._marginal = None
+        cache = self._cache
+        j = self._index[location]
+        try:
+            self._filters = trial
+            self._cache = None
+            trial.search(j, positive, sensor or self.rules.sensor)
+            evidence = self._evidence.copy()
+            evidence[j] += math.log(
+                (sensor or self.rules.sensor).d / (sensor or self.rules.sensor).f
+                if positive
+                else (1.0 - (sensor or self.rules.sensor).d) / (1.0 - (sensor or self.rules.sensor).f)
+            )
+            self._cache = None
+            trial.predict([j] if positive else [], evidence, self._maps)
+            self._cache = None
+            out = self.marginals().copy()
+        finally:
+            self._filters = saved
+            self._cache = cache
+        return out
+
+    def _maps(self) -> Maps | None:
+        """Harry's maps the belief-reacting models read, once the other models have made
+        their predictive step: `naive` (the mixture of the models that do not read his
+        map: what a Bayes Harry who ignores such adversaries holds after Voldemort's turn,
+        exactly) and `own` (the whole mixture, its belief-reacting models before their
+        own move: the fixed point is cut there)."""
+        if not self._filters.reads_harry:
+            return None
+        self._cache = None
+        own = self.marginals().copy()
+        weights = self.model_weights()
+        plain = np.array([m.motion != "belief" for m in self.models])
+        if not plain.any():
+            return {"own": own, "naive": own}
+        pi = np.where(plain, weights, 0.0)
+        pi /= max(float(pi.sum()), _TINY)
+        naive: FloatArray = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
+        return {"own": own, "naive": naive}
 
     # ------------------------------------------------------------ arrays for planners
     def model_weights(self) -> FloatArray:
