@@ -91,6 +91,17 @@ class PlannerParams:
     cap_gain: float = 0.05
     hesitate: float = 0.0  # P(search instead of a threshold attack), drawn from the
     # private stream: an adversary running this code cannot know which turn he attacks
+    # (negative: the belief's own `hesitation()`, its `rule` model's weight times the
+    # hesitation that model assumes)
+    timing: float = -1.0  # attack before the trigger: with W the posterior weight of the
+    # belief-reacting models and T their weighted threshold, the attack threshold becomes
+    # (1 - W) t + W min(t, T - timing) (negative: off)
+    exposed: tuple[float, ...] = ()  # (jitter, near, attack_near, hesitate) when the models
+    # of an adversary who reads Harry's own map (`own`, `rule`) carry weight E: each knob
+    # moves from its value above toward this one by min(1, E / EXPOSED_AT)
+    forced_near: float = 0.0  # the same for the forced attacks (the endgame), always
+    attack_near: float = 0.0  # attack one of the locations within this much of the top
+    # occupancy, drawn in proportion to it from the private stream (0: the top one)
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -235,7 +246,15 @@ class PlannerHarry:
                     "cap_floor",
                     "cap_gain",
                     "hesitate",
+                    "attack_near",
+                    "timing",
+                    "forced_near",
                 )
+                if key in head["params"]
+            },
+            **{
+                key: tuple(head["params"][key])
+                for key in ("exposed",)
                 if key in head["params"]
             },
         )
@@ -260,6 +279,55 @@ def model_weight(belief: BayesBelief, motion: str) -> float:
     return float(sum(w for m, w in zip(belief.models, weights, strict=True) if m.motion == motion))
 
 
+EXPOSED_AT = 0.5
+"""The weight of the own-map-reading models at which the `exposed` knobs apply in full."""
+
+
+def exposed_params(belief: BayesBelief, params: PlannerParams) -> PlannerParams:
+    """`params` with its randomisation raised toward `exposed`, in proportion to the
+    posterior weight of the adversary models that read Harry's own map."""
+    weights = belief.model_weights()
+    weight = float(
+        sum(
+            w
+            for m, w in zip(belief.models, weights, strict=True)
+            if m.motion == "belief" and m.reads in ("own", "rule")
+        )
+    )
+    scale = min(1.0, weight / EXPOSED_AT)
+    jitter, near, attack_near, hesitate = (tuple(params.exposed) + (0.0,) * 4)[:4]
+    base_hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
+    return replace(
+        params,
+        jitter=params.jitter + scale * (jitter - params.jitter),
+        near=params.near + scale * (near - params.near),
+        attack_near=params.attack_near + scale * (attack_near - params.attack_near),
+        hesitate=base_hesitate + scale * (hesitate - base_hesitate),
+        exposed=(),
+    )
+
+
+def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: float) -> float:
+    """The attack threshold moved below the belief-reacting adversaries' trigger, in
+    proportion to their posterior weight: (1 - W) t + W min(t, T - margin)."""
+    weights = belief.model_weights()
+    total = 0.0
+    level = 0.0
+    for model, w in zip(belief.models, weights, strict=True):
+        if model.motion != "belief":
+            continue
+        if model.reads == "rule":
+            rule = model.rule or (threshold,)
+            tau = rule[max(0, min(spare, len(rule) - 1))] - model.spread
+        else:
+            tau = model.threshold - model.spread
+        total += float(w)
+        level += float(w) * tau
+    if total <= 0.0:
+        return threshold
+    return (1.0 - total) * threshold + total * min(threshold, level / total - margin)
+
+
 def plan(
     belief: BayesBelief,
     view: HarryView,
@@ -282,9 +350,21 @@ def plan(
     )
     best = _argmax(m, ties)
     spare = view.attacks_left - k
+    if params.exposed:
+        params = exposed_params(belief, params)
     threshold = params.threshold(spare)
+    if params.timing >= 0.0:
+        threshold = trigger_aware(belief, threshold, spare, params.timing)
     if params.jitter > 0.0 and rng is not None:
         threshold -= params.jitter * rng.random()
+    near_attack = params.attack_near
+    if forced_attack(view, params):
+        near_attack = max(near_attack, params.forced_near)
+    if near_attack > 0.0 and rng is not None:
+        close = np.flatnonzero(m >= float(m[best]) - near_attack)
+        if len(close) > 1:
+            pick = rng.random() * float(m[close].sum())
+            best = int(close[min(len(close) - 1, int(np.searchsorted(np.cumsum(m[close]), pick)))])
     if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
     ready = view.attacks_left > 0 and float(m[best]) >= threshold
@@ -293,7 +373,8 @@ def plan(
         after = belief.preview(locs[best], True)
         if float(after[best]) < float(m[best]) + params.cap_gain:
             ready, kind = True, "capped"
-    if ready and not (params.hesitate > 0.0 and rng is not None and rng.random() < params.hesitate):
+    hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
+    if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
     if (
         view.attacks_left > 0
@@ -341,13 +422,18 @@ def plan(
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
-RANDOMISED = PlannerParams(jitter=0.1, near=0.1)
+RANDOMISED = PlannerParams(jitter=0.1, near=0.1, hesitate=-1.0, exposed=(0.3, 0.3, 0.25, 0.5))
 """The default Harry's play: the rule's attack threshold lowered by U(0, 0.1) and one of
-the searches within 10% of the best information, both drawn from his private stream."""
+the searches within 10% of the best information, both drawn from his private stream;
+as the models of an adversary who reads his own map gain weight, up to U(0, 0.3), 30%,
+an attack on any location within 0.25 of the top one (drawn in proportion to its
+occupancy) and a hesitation of 1/2 before a threshold attack."""
 
 MODE_PARAMS: dict[str, PlannerParams] = {
     "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
     "aware": RANDOMISED,
+    "aware-fixed": PlannerParams(),
+    "aware-timing": PlannerParams(timing=0.05),
     "aware-probe": replace(
         RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
     ),

@@ -54,6 +54,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import random
 import struct
 import zlib
 from dataclasses import asdict, dataclass
@@ -72,7 +73,7 @@ from horcrux.rules import RuleSet, Sensor
 Motion = Literal["trigger", "hazard", "static", "belief"]
 Placement = Literal["evidence", "random", "belief"]
 Destination = Literal["uniform", "low"]
-Reads = Literal["own", "naive"]
+Reads = Literal["own", "naive", "rule"]
 FloatArray = NDArray[np.float64]
 Maps = dict[str, FloatArray]  # Harry's maps a belief-reacting adversary may read, by `reads`
 IntArray = NDArray[np.intp]
@@ -101,7 +102,14 @@ class AdversaryModel:
     scatter: float = 0.0  # `belief`: the share of moves and decoys that go anywhere free
     reads: Reads = "own"  # `belief`: which map of Harry's the adversary reads: his own
     # (the whole mixture), or ("naive") the map of a Harry who models no belief-reacting
-    # adversary (the mixture of this belief's other models: the level-0 public map)
+    # adversary (the mixture of this belief's other models: the level-0 public map), or
+    # ("rule") Harry's own map through Harry's own rule: he moves the Horcrux at the
+    # location the planner's rule would attack next turn, with the probability the rule
+    # (its thresholds `rule`, jitter `spread`, hesitation `hesitate`) attacks it
+    rule: tuple[float, ...] = ()
+    hesitate: float = 0.0
+    level0: bool = True  # part of the `naive` map (the level-0 Harry's models); `belief`
+    # models never are
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -163,17 +171,59 @@ def belief_models(
     )
 
 
+RULE_THRESHOLDS = (0.90, 0.75, 0.60, 0.50)
+"""The planner's attack thresholds by spare attacks (`PlannerParams.thresholds`)."""
+RULE_JITTER = 0.1
+"""The planner's jitter: each turn's threshold is lowered by U(0, RULE_JITTER)."""
+RULE_HESITATE = 0.5
+"""The planner's hesitation before a threshold attack, at full weight of `rule` models."""
+
+
+def rule_model(prior: float) -> AdversaryModel:
+    """The adversary who runs Harry's own code on Harry's view (the `mirror` class): he
+    moves the Horcrux that Harry's rule attacks next turn, with the probability that the
+    rule, randomised from Harry's private stream, attacks it."""
+    return AdversaryModel(
+        "rule",
+        "belief",
+        trigger=1.0,
+        plant=1.0,
+        placement="belief",
+        destination="low",
+        scatter=0.15,
+        reads="rule",
+        rule=RULE_THRESHOLDS,
+        spread=RULE_JITTER,
+        hesitate=RULE_HESITATE,
+        prior=prior,
+    )
+
+
 AWARE: tuple[AdversaryModel, ...] = (
-    # `mixture`'s three models with its priors scaled by 0.65: their own mixture (the
+    # `mixture`'s three models with its priors scaled by 6/7: their own mixture (the
     # `naive` map) is then exactly `mixture`'s map
-    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.455),
-    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.0975),
-    AdversaryModel("static", "static", plant=0.0, prior=0.0975),
-    *belief_models(0.35),
+    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.6),
+    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.6 * 3 / 14),
+    AdversaryModel("static", "static", plant=0.0, prior=0.6 * 3 / 14),
+    *belief_models(0.3),
+    rule_model(0.05),
+    # `robust`'s early spender (the `random` style), outside the level-0 map
+    AdversaryModel(
+        "early",
+        "hazard",
+        hazard=1 / 3,
+        plant=1 / 3,
+        placement="random",
+        prior=0.08,
+        level0=False,
+    ),
 )
-"""`mixture` plus the belief-reacting models (prior 0.35 shared by four thresholds)."""
+"""`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
+spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
+threshold models, 0.05 `rule`, 0.08 `early`)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
+MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
 MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
@@ -548,9 +598,10 @@ class _Filters:
             if self._belief and harry is not None:
                 plans: dict[str, tuple[FloatArray, IntArray, IntArray, FloatArray]] = {}
                 for i, model in self._belief:
-                    if model.reads not in plans:
-                        plans[model.reads] = self._belief_moves(harry[model.reads])
-                    moved_total[i] += self._move_belief(i, model, plans[model.reads])
+                    key = "own" if model.reads == "rule" else model.reads
+                    if key not in plans:
+                        plans[key] = self._belief_moves(harry[key])
+                    moved_total[i] += self._move_belief(i, model, plans[key], harry)
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
@@ -578,16 +629,29 @@ class _Filters:
         i: int,
         model: AdversaryModel,
         plan: tuple[FloatArray, IntArray, IntArray, FloatArray],
+        harry: Maps,
     ) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
-        model's threshold moves that Horcrux (one charge) to its destinations."""
-        top, _top_loc, targets, low_p = plan
-        if model.spread > 0.0:
+        model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
+        model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
+        P(the rule attacks j next turn)), from every set holding it."""
+        top, top_loc, targets, low_p = plan
+        if model.reads == "rule":
+            attack = harry["attack"]
+            j = int(np.argmax(attack))
+            if attack[j] <= 0.0:
+                return 0.0
+            fire = np.where(self.tab.member[:, j], float(attack[j]), 0.0)
+            rows = np.arange(len(self.tab.sets))
+            targets = self.tab.swap[rows, j]
+            fire *= model.trigger
+        elif model.spread > 0.0:
             lo = model.threshold - model.spread
             fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
         else:
             fire = (top >= model.threshold).astype(np.float64)
-        fire *= model.trigger
+        if model.reads != "rule":
+            fire *= model.trigger
         go = np.flatnonzero(fire > 0.0)
         if not len(go):
             return 0.0
@@ -690,6 +754,7 @@ class _Filters:
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
                 reads = self.models[i].reads
+                reads = "own" if reads == "rule" else reads
                 if placement == "belief":
                     assert harry is not None
                     if reads not in rated:
@@ -727,6 +792,16 @@ class _Filters:
 
 
 # ---------------------------------------------------------------- the belief map
+@lru_cache(maxsize=256)
+def _tie_order(n: int, turn: int) -> FloatArray:
+    """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
+    ranks = list(range(n))
+    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
+    out = np.array(ranks, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
 def _h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
@@ -937,13 +1012,60 @@ class BayesBelief:
         self._cache = None
         own = self.marginals().copy()
         weights = self.model_weights()
-        plain = np.array([m.motion != "belief" for m in self.models])
+        plain = np.array([m.motion != "belief" and m.level0 for m in self.models])
         if not plain.any():
             return {"own": own, "naive": own}
         pi = np.where(plain, weights, 0.0)
         pi /= max(float(pi.sum()), _TINY)
         naive: FloatArray = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
-        return {"own": own, "naive": naive}
+        maps = {"own": own, "naive": naive}
+        rule = next((m for m in self.models if m.reads == "rule"), None)
+        if rule is not None:
+            maps["attack"] = self._rule_attack(rule, own)
+        return maps
+
+    def attacks_left(self) -> int:
+        """Harry's attacks left, from the attacks he has folded in."""
+        used = sum(1 for entry in self._log if entry[1] == _KIND_CODE["attack"])
+        return self.rules.attacks - used
+
+    def hesitation(self) -> float:
+        """P(Harry searches instead of a threshold attack): the `rule` model's hesitation
+        times that model's posterior weight (nothing to hide from other adversaries)."""
+        weights = self.model_weights()
+        return float(
+            sum(m.hesitate * w for m, w in zip(self.models, weights, strict=True) if m.reads == "rule")
+        )
+
+    def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
+        """P(the planner's rule attacks j next turn), per location, on `own`: the top
+        location (ties by the turn's tie order) when its occupancy is above the spare
+        attacks' threshold lowered by U(0, jitter), unless he hesitates; always when the
+        attack is forced (no more turns than Horcruxes, or the endgame)."""
+        out: FloatArray = np.zeros(self._n)
+        k = self._filters.k
+        attacks = self.attacks_left()
+        if k == 0 or attacks <= 0:
+            return out
+        turn = self._turn + 1
+        turns_left = self.rules.max_turns - turn + 1
+        ties = _tie_order(self._n, turn)
+        top = float(own.max())
+        near = own >= top - 1e-9 * max(1.0, abs(top))
+        best = int(np.argmin(np.where(near, ties, np.inf)))
+        if turns_left <= k or turns_left <= attacks:
+            out[best] = 1.0
+            return out
+        thresholds = rule.rule or RULE_THRESHOLDS
+        spare = attacks - k
+        threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
+        m = float(own[best])
+        if rule.spread > 0.0:
+            p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
+        else:
+            p = 1.0 if m >= threshold else 0.0
+        out[best] = p * (1.0 - self.hesitation())
+        return out
 
     # ------------------------------------------------------------ arrays for planners
     def model_weights(self) -> FloatArray:
