@@ -251,7 +251,7 @@ def _delayed(options: BrainOptions) -> DelayedVoldemort:
 
 @VOLDEMORT_BRAINS.register(
     "mirror",
-    description="runs a copy of Harry's brain on his view; moves what it would attack (mirror:HARRY)",
+    description="a copy of Harry's brain on his view; moves what it would attack (mirror:HARRY)",
 )
 def _mirror(options: BrainOptions) -> MirrorVoldemort:
     return MirrorVoldemort(options.rules, _harry_spec(options, "mirror"))

@@ -31,7 +31,7 @@ import struct
 import time
 import zlib
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -226,38 +226,16 @@ class PlannerHarry:
         (size,) = struct.unpack_from("<H", data, 0)
         head = json.loads(zlib.decompress(data[2 : 2 + size]))
         belief_data = data[2 + size :]
-        params = PlannerParams(
-            thresholds=tuple(head["params"]["thresholds"]),
-            dumbledore_min=head["params"]["dumbledore_min"],
-            dumbledore_weight=head["params"]["dumbledore_weight"],
-            info_target=head["params"]["info_target"],
-            ties=head["params"].get("ties", "shuffle"),
-            # a brain saved before the endgame rule existed keeps playing without it
-            endgame=head["params"].get("endgame", False),
-            **{
-                key: head["params"][key]
-                for key in (
-                    "jitter",
-                    "near",
-                    "probe_min",
-                    "probe_spare",
-                    "probe_after",
-                    "probe_weight",
-                    "cap_floor",
-                    "cap_gain",
-                    "hesitate",
-                    "attack_near",
-                    "timing",
-                    "forced_near",
-                )
-                if key in head["params"]
-            },
-            **{
-                key: tuple(head["params"][key])
-                for key in ("exposed",)
-                if key in head["params"]
-            },
-        )
+        saved = head["params"]
+        known = {f.name for f in fields(PlannerParams)}
+        # a brain saved before a knob existed plays without it (its default), and one
+        # saved before the endgame rule existed keeps playing without that rule
+        kwargs: dict[str, Any] = {k: v for k, v in saved.items() if k in known}
+        kwargs["thresholds"] = tuple(saved["thresholds"])
+        kwargs["endgame"] = saved.get("endgame", False)
+        if "exposed" in kwargs:
+            kwargs["exposed"] = tuple(kwargs["exposed"])
+        params = PlannerParams(**kwargs)
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
         return brain
@@ -657,7 +635,9 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 
 
 __all__ = [
+    "EXPOSED_AT",
     "MODE_PARAMS",
+    "RANDOMISED",
     "REBUILD_PRIORS",
     "REFERENCE_RULE",
     "REFERENCE_TRUST",
@@ -666,7 +646,10 @@ __all__ = [
     "PlannerParams",
     "SeedHeuristicHarry",
     "WindowPlannerHarry",
+    "exposed_params",
     "forced_attack",
+    "model_weight",
     "plan",
     "rebuild_trust",
+    "trigger_aware",
 ]

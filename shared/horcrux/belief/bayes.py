@@ -52,15 +52,16 @@ Snapshot
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import random
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import combinations
-from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -80,6 +81,7 @@ IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
 _TINY = 1e-300
+_SERIALS = itertools.count()
 _EVIDENCE_FLOOR = 1e-12
 
 
@@ -264,6 +266,7 @@ class _Tables:
     # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
+    set_array: IntArray  # (n_sets, k): each set's locations, ascending
 
 
 @lru_cache(maxsize=64)
@@ -327,6 +330,7 @@ def _tables(n: int, k: int) -> _Tables:
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
         swap=swap,
+        set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
     )
 
 
@@ -429,6 +433,36 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+class _BeliefPlan:
+    """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
+    the top occupancy among its locations (what a trigger reads) and the location holding
+    it; for the sets that move, the rows they move to and the `low` destinations (the
+    free locations within LOW_BAND of the lowest), computed only for those."""
+
+    def __init__(self, tab: _Tables, harry: FloatArray) -> None:
+        self.tab = tab
+        self.harry = harry
+        sets = tab.set_array
+        values = harry[sets]  # (sets, k), locations in ascending order
+        pick = values.argmax(axis=1)  # the first of equals: the lowest location
+        rows = np.arange(len(sets))
+        self.top: FloatArray = values[rows, pick]
+        self.top_loc: IntArray = sets[rows, pick]
+        self.top_max = float(self.top.max()) if len(self.top) else 0.0
+
+    def targets(self, go: IntArray) -> IntArray:
+        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
+        out: IntArray = self.tab.swap[go, self.top_loc[go]]
+        return out
+
+    def low(self, go: IntArray) -> FloatArray:
+        """(len(go), n): the `low` destinations' probabilities for the sets go."""
+        others = np.where(self.tab.member[go], np.inf, self.harry[None, :])
+        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
+        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        return out
+
+
 class _Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
 
@@ -465,6 +499,8 @@ class _Filters:
         else:  # decoys already planted, for the models that plant
             self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
+        self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
+        self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
@@ -488,6 +524,7 @@ class _Filters:
 
     def _normalise(self, total: FloatArray) -> None:
         self._marginal = None
+        self.version += 1
         self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
         dead = total <= _TINY
         if dead.any():  # a model said "impossible": restart it uniform over the sets
@@ -596,7 +633,7 @@ class _Filters:
                 self._marginal = None
                 harry = maps()
             if self._belief and harry is not None:
-                plans: dict[str, tuple[FloatArray, IntArray, IntArray, FloatArray]] = {}
+                plans: dict[str, _BeliefPlan] = {}
                 for i, model in self._belief:
                     key = "own" if model.reads == "rule" else model.reads
                     if key not in plans:
@@ -608,72 +645,58 @@ class _Filters:
         if self.used.shape[1] > 1 and self.p_plant.any():
             self._plant(1.0 - moved_total, evidence, harry)
 
-    def _belief_moves(self, harry: FloatArray) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
-        """Per set: the top occupancy among its locations (what a trigger reads), the
-        location holding it, and the destinations' rows and probabilities under `low`
-        (the free locations within LOW_BAND of the lowest) and `uniform`."""
-        tab = self.tab
-        member = tab.member
-        rated = np.where(member, harry[None, :], -1.0)
-        top_loc = rated.argmax(axis=1)
-        rows = np.arange(len(tab.sets))
-        top = rated[rows, top_loc]
-        others = np.where(member, np.inf, harry[None, :])
-        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
-        low_p = low / low.sum(axis=1, keepdims=True)
-        targets = tab.swap[rows, top_loc]  # (sets, n): the row after a move to u
-        return top, top_loc, targets, low_p
+    def _belief_moves(self, harry: FloatArray) -> _BeliefPlan:
+        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`)."""
+        return _BeliefPlan(self.tab, harry)
 
-    def _move_belief(
-        self,
-        i: int,
-        model: AdversaryModel,
-        plan: tuple[FloatArray, IntArray, IntArray, FloatArray],
-        harry: Maps,
-    ) -> float:
+    def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
         model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
         model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
         P(the rule attacks j next turn)), from every set holding it."""
-        top, top_loc, targets, low_p = plan
+        tab = self.tab
         if model.reads == "rule":
             attack = harry["attack"]
             j = int(np.argmax(attack))
             if attack[j] <= 0.0:
                 return 0.0
-            fire = np.where(self.tab.member[:, j], float(attack[j]), 0.0)
-            rows = np.arange(len(self.tab.sets))
-            targets = self.tab.swap[rows, j]
-            fire *= model.trigger
-        elif model.spread > 0.0:
-            lo = model.threshold - model.spread
-            fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+            go = tab.with_j[j]
+            fire_go = np.full(len(go), float(attack[j]) * model.trigger)
+            targets_go = tab.swap[go, j]
         else:
-            fire = (top >= model.threshold).astype(np.float64)
-        if model.reads != "rule":
+            lo = model.threshold - model.spread
+            if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
+                return 0.0
+            top = plan.top
+            if model.spread > 0.0:
+                fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+            else:
+                fire = (top >= model.threshold).astype(np.float64)
             fire *= model.trigger
-        go = np.flatnonzero(fire > 0.0)
-        if not len(go):
-            return 0.0
+            go = np.flatnonzero(fire > 0.0)
+            if not len(go):
+                return 0.0
+            fire_go = fire[go]
+            targets_go = plan.targets(go)
         self._marginal = None
         w = self.w
-        moved = w[1:, i][:, go] * fire[go][None, :]  # (R, moving sets)
+        moved = w[1:, i][:, go] * fire_go[None, :]  # (R, moving sets)
         total = float(moved.sum())
         if total <= 0.0:
             return 0.0
-        free = ~self.tab.member[go]
+        free = ~tab.member[go]
         anywhere = free / free.sum(axis=1, keepdims=True)
         if model.destination == "low":
-            dest = low_p[go]
+            dest = plan.low(go)
             if model.scatter > 0.0:
                 dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
         else:
             dest = anywhere
         w[1:, i][:, go] -= moved
-        n_sets = len(self.tab.sets)
+        n_sets = len(tab.sets)
         contrib = moved[:, :, None] * dest[None, :, :]  # (R, moving, n)
         offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
-        idx = (targets[go][None, :, :] + offsets).reshape(-1)
+        idx = (targets_go[None, :, :] + offsets).reshape(-1)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
         w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
         return total
@@ -693,9 +716,7 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant_on_map(
-        self, i: int, order: list[int], harry: FloatArray, chance: float
-    ) -> float:
+    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
         within TOP_BAND of each other are one group, the decoy going to any free one of
         the first group with a free location (an adversary reading a slightly different
@@ -715,7 +736,9 @@ class _Filters:
             free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
             expected = float(free.sum())
             if expected > 0.0:
-                c_row[group] += (1.0 - c_row[group]) * min(1.0, reach * chance * (1 - scatter) / expected)
+                c_row[group] += (1.0 - c_row[group]) * min(
+                    1.0, reach * chance * (1 - scatter) / expected
+                )
                 planted += reach * min(1.0, expected)
             reach *= float(np.prod(1.0 - free))
             start = stop
@@ -726,7 +749,9 @@ class _Filters:
                 c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
         return planted
 
-    def _plant(self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None) -> None:
+    def _plant(
+        self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None
+    ) -> None:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         marginal: FloatArray | None = None
@@ -900,6 +925,7 @@ class BayesBelief:
         self._history: list[BeliefPoint] = []
         self._turn = 0
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
+        self._weights: tuple[tuple[int, int], FloatArray] | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -980,6 +1006,7 @@ class BayesBelief:
         trial.used = saved.used.copy()
         trial.log_evidence = saved.log_evidence.copy()
         trial._marginal = None
+        trial.serial = next(_SERIALS)
         cache = self._cache
         j = self._index[location]
         try:
@@ -990,7 +1017,8 @@ class BayesBelief:
             evidence[j] += math.log(
                 (sensor or self.rules.sensor).d / (sensor or self.rules.sensor).f
                 if positive
-                else (1.0 - (sensor or self.rules.sensor).d) / (1.0 - (sensor or self.rules.sensor).f)
+                else (1.0 - (sensor or self.rules.sensor).d)
+                / (1.0 - (sensor or self.rules.sensor).f)
             )
             self._cache = None
             trial.predict([j] if positive else [], evidence, self._maps)
@@ -1013,11 +1041,11 @@ class BayesBelief:
         own = self.marginals().copy()
         weights = self.model_weights()
         plain = np.array([m.motion != "belief" and m.level0 for m in self.models])
-        if not plain.any():
-            return {"own": own, "naive": own}
-        pi = np.where(plain, weights, 0.0)
-        pi /= max(float(pi.sum()), _TINY)
-        naive: FloatArray = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
+        naive: FloatArray = own
+        if plain.any():
+            pi = np.where(plain, weights, 0.0)
+            pi /= max(float(pi.sum()), _TINY)
+            naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = next((m for m in self.models if m.reads == "rule"), None)
         if rule is not None:
@@ -1034,7 +1062,11 @@ class BayesBelief:
         times that model's posterior weight (nothing to hide from other adversaries)."""
         weights = self.model_weights()
         return float(
-            sum(m.hesitate * w for m, w in zip(self.models, weights, strict=True) if m.reads == "rule")
+            sum(
+                m.hesitate * w
+                for m, w in zip(self.models, weights, strict=True)
+                if m.reads == "rule"
+            )
         )
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
@@ -1070,10 +1102,14 @@ class BayesBelief:
     # ------------------------------------------------------------ arrays for planners
     def model_weights(self) -> FloatArray:
         """Posterior weight of each adversary model (sums to 1)."""
+        key = (self._filters.serial, self._filters.version)
+        if self._weights is not None and self._weights[0] == key:
+            return self._weights[1].copy()
         logw = self._log_prior + self._filters.log_evidence
         logw -= logw.max()
         w = np.exp(logw)
         out: FloatArray = w / w.sum()
+        self._weights = (key, out.copy())
         return out
 
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -1203,7 +1239,9 @@ class BayesBelief:
         offset += head_len
         if header.get("v") != _SNAPSHOT_VERSION:
             raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
-        models = tuple(AdversaryModel(**m) for m in header["models"])
+        models = tuple(
+            AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in header["models"]
+        )
         cp, dp = header.get("cp"), header.get("dp")
         belief = cls(
             rules,
