@@ -216,13 +216,13 @@ AWARE: tuple[AdversaryModel, ...] = (
         hazard=1 / 3,
         plant=1 / 3,
         placement="random",
-        prior=0.08,
+        prior=0.15,
         level0=False,
     ),
 )
 """`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
 spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
-threshold models, 0.05 `rule`, 0.08 `early`)."""
+threshold models, 0.05 `rule`, 0.15 `early`)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
 MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
