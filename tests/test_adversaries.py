@@ -15,12 +15,14 @@ from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_harry_view
 from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
-from horcrux.belief.bayes import AdversaryModel, BayesBelief
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, Relocate, Search
 from horcrux.rules import CLASSIC, RuleSet, Sensor
 from horcrux.sim import play_game
 from horcrux.views import harry_view, voldemort_view
+
+MODES_AWARE = MODES["aware"]
 
 # four locations, one Horcrux, one relocation, no decoy, d = 0.8, f = 0.2
 TINY = RuleSet(
@@ -312,3 +314,31 @@ def test_hesitation_draws_from_the_private_stream() -> None:
     halves = PlannerParams(thresholds=(0.5,), hesitate=0.5)
     kinds = {type(plan(belief, view, halves, random.Random(s)).move) for s in range(20)}
     assert kinds == {Attack, Search}
+
+
+def test_learned_models_join_the_aware_mixture_without_replacing_it() -> None:
+    learned = (
+        AdversaryModel("trigger", "trigger", trigger=1.0, plant=0.4, prior=0.7),
+        AdversaryModel("static", "static", plant=0.2, prior=0.3),
+    )
+    brain = PlannerHarry(CLASSIC)
+    before = brain.params
+    brain.adopt_models(learned)
+    names = [m.name for m in brain.belief.models]
+    assert names[: len(MODES_AWARE)] == [m.name for m in MODES_AWARE]
+    assert names[len(MODES_AWARE) :] == ["learned-trigger", "learned-static"]
+    joined = brain.belief.models[len(MODES_AWARE) :]
+    assert all(not m.level0 for m in joined)
+    share = sum(m.prior for m in joined) / sum(m.prior for m in brain.belief.models)
+    assert share == pytest.approx(0.3)
+    assert brain.params == before  # the randomised play stays
+    # the level-0 map is still the mixture planner's
+    record = _search(1, "hogwarts", "positive")
+    brain.belief.update(record)
+    mixture = BayesBelief(CLASSIC, "mixture")
+    mixture.update(record)
+    maps = brain.belief._maps()
+    assert maps is not None
+    np.testing.assert_allclose(maps["naive"], mixture.marginals(), atol=1e-9)
+    again = PlannerHarry.restore(CLASSIC, brain.snapshot())
+    assert again.belief.models == brain.belief.models

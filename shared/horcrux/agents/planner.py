@@ -181,9 +181,25 @@ class PlannerHarry:
     def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None:
         """Play on adversary models that cross-game memory learned (docs/ECHO.md): a fresh
         map over them, with the default thresholds they were measured with (a mode's own
-        thresholds, such as `robust`'s, go with that mode's models)."""
-        self.belief = BayesBelief(self.rules, self.mode, models=models)
-        self.params = PlannerParams()
+        thresholds, such as `robust`'s, go with that mode's models).
+
+        A mode with belief-reacting models (`aware`) keeps its own models, its level-0 map
+        and its randomised play: the learned models join the mixture beside them, outside
+        the level-0 map, with LEARNED_SHARE of the prior, and the game's evidence weighs
+        them against the rest (memory offers hypotheses; it does not remove any)."""
+        own = MODES[self.mode]
+        if not any(m.motion == "belief" for m in own):
+            self.belief = BayesBelief(self.rules, self.mode, models=models)
+            self.params = PlannerParams()
+            return
+        total = sum(m.prior for m in own)
+        learned_total = sum(m.prior for m in models) or 1.0
+        scale = LEARNED_SHARE / (1.0 - LEARNED_SHARE) * total / learned_total
+        joined = tuple(
+            replace(m, name=f"learned-{m.name}", prior=m.prior * scale, level0=False)
+            for m in models
+        )
+        self.belief = BayesBelief(self.rules, self.mode, models=own + joined)
 
     def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
         """The decision on the current belief (no side effects). Without `rng` the
@@ -239,6 +255,10 @@ class PlannerHarry:
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
         return brain
+
+
+LEARNED_SHARE = 0.3
+"""The prior share of cross-game memory's models when they join an `aware` mixture."""
 
 
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:
