@@ -80,6 +80,8 @@ def main(games: int = 200) -> None:
         latencies.extend(d.latency_ms for d in brain.decisions)
         brain_stats.append(len(brain.snapshot()))
     print(f"planner decision p50 (update + plan): {statistics.median(latencies) * 1000:8.1f} us")
+    p99 = statistics.quantiles(latencies, n=100)[98]
+    print(f"planner decision p99 (update + plan): {p99 * 1000:8.1f} us (budget 5 ms)")
     print(f"planner snapshot at game end: max {max(brain_stats)} bytes")
     print(
         f"planner games/s on one core: {games / elapsed:6.1f} "

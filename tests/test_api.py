@@ -8,7 +8,6 @@ import base64
 import importlib
 import json
 import pkgutil
-import random
 import re
 import threading
 import time
@@ -29,7 +28,7 @@ from api_fixtures import (
     sample,
 )
 
-from horcrux import sim
+from horcrux import rng, sim
 from horcrux.agents import HARRY_BRAINS
 from horcrux.errors import HorcruxError
 from horcrux.rules import PRESETS
@@ -161,11 +160,14 @@ def test_an_oracle_brain_is_refused_naming_the_known_ones(api: ApiClient) -> Non
 
 
 # ---------------------------------------------------------------- whole games
-def planner_move(view: dict[str, Any]) -> dict[str, Any]:
-    """The person's move: a fresh planner reading only the view the API returned."""
+def planner_move(view: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The person's move: a fresh planner reading only the view the API returned, drawing
+    its private choices from the simulator's per-turn stream for Harry (so the game is
+    the simulator's)."""
     harry_view = HarryView.model_validate(view)
     brain = HARRY_BRAINS.create("planner", harry_view.rules)
-    return brain.decide(harry_view, random.Random(0)).model_dump(mode="json")
+    stream = rng.stream(seed, "harry", harry_view.turn)
+    return brain.decide(harry_view, stream).model_dump(mode="json")
 
 
 def test_a_person_plays_a_whole_game_against_ai_voldemort(api: ApiClient, pump: StreamPump) -> None:
@@ -181,7 +183,7 @@ def test_a_person_plays_a_whole_game_against_ai_voldemort(api: ApiClient, pump: 
     moves = 0
     while game["status"] != "over":
         assert game["to_move"] == "harry" and game["legal"]["types"][0] == "search"
-        move = planner_move(game["view"])
+        move = planner_move(game["view"], seed)
         moved = api.call("POST", f"/games/{gid}/moves", token=token, body=move, who="harry")
         assert moved.status == 200, moved.body
         moves += 1

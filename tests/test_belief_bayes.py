@@ -299,7 +299,8 @@ def test_snapshot_round_trip_is_identical_and_small() -> None:
 def test_harry_brains_registered() -> None:
     """Each spec builds the brain it names (class, mode, window), and it plays a legal move."""
     expected = {
-        "planner": ("PlannerHarry", "mixture", None),
+        "planner": ("PlannerHarry", "aware", None),
+        "planner:mixture": ("PlannerHarry", "mixture", None),
         "planner:trigger": ("PlannerHarry", "trigger", None),
         "planner-window:8": ("WindowPlannerHarry", "trigger", 8),
         "seed-heuristic": ("SeedHeuristicHarry", None, None),

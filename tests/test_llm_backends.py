@@ -254,7 +254,9 @@ def test_a_trace_keeps_what_was_sent_and_said_and_the_planners_move(fake: FakeAn
     assert ok.system == fake.requests[0].body["system"]
     assert json.loads(ok.reply)["input"] == {"move": move_label(other)}
     assert failed.llm_move is None and failed.reply == "I think Hogwarts."
-    assert failed.played == move_label(choice)  # the planner's move was played instead
+    # the planner's move was played instead: its decision with the stream the brain got
+    # (the default planner randomises from Harry's private stream)
+    assert failed.played == move_label(PlannerHarry(CLASSIC).decide(view, random.Random(0)))
     assert brain.decisions[-1].fallback_reason == "unparsable"
 
 

@@ -15,6 +15,7 @@ import horcrux.agents.planner  # noqa: F401  (registers the brains)
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.planner import (
+    RANDOMISED,
     REFERENCE_RULE,
     REFERENCE_TRUST,
     PlannerHarry,
@@ -211,7 +212,8 @@ def test_snapshot_keeps_the_endgame_and_an_older_snapshot_plays_without_it() -> 
     data = PlannerHarry(CLASSIC).snapshot()
     (size,) = struct.unpack_from("<H", data, 0)
     head = json.loads(zlib.decompress(data[2 : 2 + size]))
-    del head["params"]["endgame"]
+    for key in ("endgame", "jitter", "near", "hesitate", "exposed"):  # not in old ones
+        del head["params"][key]
     packed = zlib.compress(json.dumps(head).encode())
     old = struct.pack("<H", len(packed)) + packed + data[2 + size :]
     assert PlannerHarry.restore(CLASSIC, old).params == REFERENCE_RULE
@@ -222,7 +224,7 @@ def test_planner_stats_and_decision_records() -> None:
     stats = result.brain_stats
     assert stats["decisions"] == result.turns or stats["decisions"] == result.turns - 1 + 1
     assert sum(stats["actions"].values()) == stats["decisions"]
-    assert set(stats["model_weights"]) == {"trigger", "hazard", "static"}
+    assert set(stats["model_weights"]) == {m.name for m in MODES["aware"]}
     brain = PlannerHarry(CLASSIC)
     state, _ = engine.new_game(CLASSIC, 0)
     brain.decide(harry_view(state), random.Random(0))
@@ -448,7 +450,8 @@ def test_robust_planner_keeps_its_thresholds_and_its_early_random_model() -> Non
     assert robust.params.thresholds == (0.80, 0.60, 0.45, 0.35)
     assert robust.params.endgame
     assert PlannerHarry(CLASSIC, "robust").params == robust.params  # built directly too
-    assert PlannerHarry(CLASSIC).params == PlannerParams()  # the mixture keeps its own
+    assert PlannerHarry(CLASSIC, "mixture").params == PlannerParams()  # the mixture's own
+    assert PlannerHarry(CLASSIC).params == RANDOMISED  # the default: randomised play
     assert [m.name for m in robust.belief.models][-1] == "early"
     assert (
         sum(play_game(CLASSIC, s, "planner:robust", "random").winner == "harry" for s in range(40))

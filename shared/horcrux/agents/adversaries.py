@@ -14,7 +14,17 @@
   is still there), so that Harry's "it moves right after a positive" model is wrong twice:
   the positive sticks for a while, then goes stale. Decoys as the reference.
 
-Both play only legal moves (free destinations, charges checked) and draw randomness from
+* `mirror` (`mirror:HARRY_SPEC`, default the seat's default Harry): "the adversary has read
+  your code". Each turn he runs a copy of Harry's brain on Harry's view of the next turn
+  and relocates the Horcrux the copy attacks to the free location the copy believes least
+  likely; decoys go to the copy's top free location (once above k/N). The copy has its own
+  random stream, drawn from Voldemort's: it never sees Harry's (nobody can).
+* `ambush` (`ambush:HARRY_SPEC`): mirror's trigger with what the new Harry does not model:
+  the moved Horcrux goes to a free location drawn uniformly (not the least likely), and
+  when the copy only searches, a Horcrux that the copy rates above `AMBUSH_LEVEL` still
+  moves with probability `AMBUSH_HAZARD` a turn (random timing below any threshold).
+
+All play only legal moves (free destinations, charges checked) and draw randomness from
 the game's RNG only. Registered on `VOLDEMORT_BRAINS` when `horcrux.agents` is imported.
 """
 
@@ -22,13 +32,19 @@ from __future__ import annotations
 
 import random
 
-from horcrux.agents.base import VOLDEMORT_BRAINS, BrainOptions, VoldemortMove
+from horcrux.agents.base import (
+    DEFAULT_HARRY,
+    HARRY_BRAINS,
+    VOLDEMORT_BRAINS,
+    BrainOptions,
+    VoldemortMove,
+)
 from horcrux.agents.voldemort import public_evidence
 from horcrux.belief.bayes import BayesBelief
 from horcrux.errors import UnknownBrain
-from horcrux.models import Pass, PlantDecoy, Relocate
+from horcrux.models import Attack, Pass, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
-from horcrux.views import VoldemortView
+from horcrux.views import AllyStatus, HarryView, VoldemortView
 
 
 class ShadowVoldemort:
@@ -39,7 +55,7 @@ class ShadowVoldemort:
     def __init__(self, rules: RuleSet, threshold: float = 0.5) -> None:
         self.rules = rules
         self.threshold = threshold
-        self.shadow = BayesBelief(rules)
+        self.shadow = BayesBelief(rules, "mixture")  # the map of the issue-15 baseline
         if threshold != 0.5:
             self.name = f"shadow:{threshold:g}"
 
@@ -109,6 +125,102 @@ class DelayedVoldemort:
         return Pass()
 
 
+def next_harry_view(view: VoldemortView) -> HarryView:
+    """What Harry will see at the start of the next turn (Voldemort's move is hidden)."""
+    allies = {
+        name: AllyStatus(
+            rest=max(0, a.rest - 1),
+            uses_left=a.uses_left,
+            available=max(0, a.rest - 1) == 0 and (a.uses_left is None or a.uses_left > 0),
+        )
+        for name, a in view.allies.items()
+    }
+    return HarryView(
+        rules=view.rules,
+        turn=view.turn + 1,
+        phase="harry",
+        attacks_left=view.attacks_left,
+        horcruxes_destroyed=view.horcruxes_destroyed,
+        horcruxes_left=view.horcruxes_left,
+        allies=allies,
+        history=view.history,
+    )
+
+
+AMBUSH_LEVEL = 0.3
+AMBUSH_HAZARD = 0.25
+
+
+class MirrorVoldemort:
+    """Runs a copy of Harry's brain on Harry's next view and moves what it would attack."""
+
+    name = "mirror"
+    uniform_destination = False
+    hazard = 0.0
+
+    def __init__(self, rules: RuleSet, harry: str | None = None) -> None:
+        self.rules = rules
+        self.spec = harry or DEFAULT_HARRY
+        self.copy = HARRY_BRAINS.create(self.spec, rules)  # no truth: Harry's view only
+        self.stream: random.Random | None = None
+        if harry is not None:
+            self.name = f"{type(self).name}:{harry}"
+        self.predicted: list[tuple[int, str | None]] = []  # (turn, location it attacks)
+
+    def _copy_rng(self, rng: random.Random) -> random.Random:
+        """The copy's own random stream: seeded once from Voldemort's, never Harry's."""
+        if self.stream is None:
+            self.stream = random.Random(rng.getrandbits(64))
+        return self.stream
+
+    def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
+        free = view.free_locations()
+        if not free:
+            return Pass()
+        copy_rng = self._copy_rng(rng)
+        move = self.copy.decide(next_harry_view(view), copy_rng)
+        belief = getattr(self.copy, "belief", None)
+        m = belief.occupancy() if belief is not None else dict.fromkeys(self.rules.locations, 0.0)
+        target_loc = move.location if isinstance(move, Attack) else None
+        self.predicted.append((view.turn, target_loc))
+        if view.relocations_left > 0 and view.horcrux_locations:
+            source = target_loc if target_loc in view.horcrux_locations else None
+            if source is None and self.hazard > 0.0:
+                exposed = max(view.horcrux_locations, key=lambda loc: m[loc])
+                if m[exposed] >= AMBUSH_LEVEL and rng.random() < self.hazard:
+                    source = exposed
+            if source is not None:
+                if self.uniform_destination:
+                    return Relocate(from_location=source, to_location=rng.choice(free))
+                low = min(m[loc] for loc in free)
+                target = rng.choice([loc for loc in free if m[loc] <= low + 1e-9])
+                return Relocate(from_location=source, to_location=target)
+        if view.decoys_left > 0:
+            prior = view.horcruxes_left / len(self.rules.locations)
+            best = max(free, key=lambda loc: m[loc])
+            if m[best] > prior:
+                return PlantDecoy(location=best)
+        return Pass()
+
+
+class AmbushVoldemort(MirrorVoldemort):
+    """Mirror's trigger, uniform destinations, and random-timed moves below any threshold."""
+
+    name = "ambush"
+    uniform_destination = True
+    hazard = AMBUSH_HAZARD
+
+
+def _harry_spec(options: BrainOptions, who: str) -> str | None:
+    if options.param is None:
+        return None
+    try:
+        HARRY_BRAINS.entry(options.param)
+    except UnknownBrain as exc:
+        raise UnknownBrain(f"{who}: {exc}") from None
+    return options.param
+
+
 def _float_param(options: BrainOptions, default: float) -> float:
     if options.param is None:
         return default
@@ -137,4 +249,26 @@ def _delayed(options: BrainOptions) -> DelayedVoldemort:
     return DelayedVoldemort(options.rules, int_param(options, 6, "delayed's maximum delay"))
 
 
-__all__ = ["DelayedVoldemort", "ShadowVoldemort"]
+@VOLDEMORT_BRAINS.register(
+    "mirror",
+    description="a copy of Harry's brain on his view; moves what it would attack (mirror:HARRY)",
+)
+def _mirror(options: BrainOptions) -> MirrorVoldemort:
+    return MirrorVoldemort(options.rules, _harry_spec(options, "mirror"))
+
+
+@VOLDEMORT_BRAINS.register(
+    "ambush",
+    description="mirror's trigger, uniform destinations, random-timed moves (ambush:HARRY)",
+)
+def _ambush(options: BrainOptions) -> AmbushVoldemort:
+    return AmbushVoldemort(options.rules, _harry_spec(options, "ambush"))
+
+
+__all__ = [
+    "AmbushVoldemort",
+    "DelayedVoldemort",
+    "MirrorVoldemort",
+    "ShadowVoldemort",
+    "next_harry_view",
+]

@@ -31,7 +31,7 @@ import struct
 import time
 import zlib
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -74,6 +74,34 @@ class PlannerParams:
     info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (the I_j)
     ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
     endgame: bool = True
+    # robustness to an adversary who knows the algorithm (docs/MEMORY.md, "A Harry whose
+    # algorithm is known"); the defaults are the rule before it
+    jitter: float = 0.0  # each turn's attack threshold is lowered by U(0, jitter), drawn
+    # from Harry's private per-turn stream
+    near: float = 0.0  # searches within this share of the best information are near-equal:
+    # one is drawn from the private stream (0: the best, ties by `ties`)
+    probe_min: float = 1.0  # probe: attack the top location at this occupancy or more ...
+    probe_spare: int = 99  # ... while at least this many spare attacks remain ...
+    probe_after: int = 99  # ... from this turn on ...
+    probe_weight: float = 1.0  # ... when the models of an adversary who reacts to a
+    # positive at once (`trigger`, the reference's style) weigh at most this
+    cap_floor: float = 1.0  # capped attack: attack the top location at this occupancy or
+    # more when one more positive there would not raise it by `cap_gain` (an adversary
+    # who moves what Harry is about to attack caps the map: waiting cannot help)
+    cap_gain: float = 0.05
+    hesitate: float = 0.0  # P(search instead of a threshold attack), drawn from the
+    # private stream: an adversary running this code cannot know which turn he attacks
+    # (negative: the belief's own `hesitation()`, its `rule` model's weight times the
+    # hesitation that model assumes)
+    timing: float = -1.0  # attack before the trigger: with W the posterior weight of the
+    # belief-reacting models and T their weighted threshold, the attack threshold becomes
+    # (1 - W) t + W min(t, T - timing) (negative: off)
+    exposed: tuple[float, ...] = ()  # (jitter, near, attack_near, hesitate) when the models
+    # of an adversary who reads Harry's own map (`own`, `rule`) carry weight E: each knob
+    # moves from its value above toward this one by min(1, E / EXPOSED_AT)
+    forced_near: float = 0.0  # the same for the forced attacks (the endgame), always
+    attack_near: float = 0.0  # attack one of the locations within this much of the top
+    # occupancy, drawn in proportion to it from the private stream (0: the top one)
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -140,7 +168,7 @@ class PlannerHarry:
     def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
         start = time.perf_counter()
         self.sync(view)
-        choice = self.choose(view)
+        choice = plan(self.belief, view, self.params, rng)
         self._record(view.turn, choice.kind, "planner", start)
         return choice.move
 
@@ -153,13 +181,30 @@ class PlannerHarry:
     def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None:
         """Play on adversary models that cross-game memory learned (docs/ECHO.md): a fresh
         map over them, with the default thresholds they were measured with (a mode's own
-        thresholds, such as `robust`'s, go with that mode's models)."""
-        self.belief = BayesBelief(self.rules, self.mode, models=models)
-        self.params = PlannerParams()
+        thresholds, such as `robust`'s, go with that mode's models).
 
-    def choose(self, view: HarryView) -> Choice:
-        """The decision on the current belief (no side effects)."""
-        return plan(self.belief, view, self.params)
+        A mode with belief-reacting models (`aware`) keeps its own models, its level-0 map
+        and its randomised play: the learned models join the mixture beside them, outside
+        the level-0 map, with LEARNED_SHARE of the prior, and the game's evidence weighs
+        them against the rest (memory offers hypotheses; it does not remove any)."""
+        own = MODES[self.mode]
+        if not any(m.motion == "belief" for m in own):
+            self.belief = BayesBelief(self.rules, self.mode, models=models)
+            self.params = PlannerParams()
+            return
+        total = sum(m.prior for m in own)
+        learned_total = sum(m.prior for m in models) or 1.0
+        scale = LEARNED_SHARE / (1.0 - LEARNED_SHARE) * total / learned_total
+        joined = tuple(
+            replace(m, name=f"learned-{m.name}", prior=m.prior * scale, level0=False)
+            for m in models
+        )
+        self.belief = BayesBelief(self.rules, self.mode, models=own + joined)
+
+    def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
+        """The decision on the current belief (no side effects). Without `rng` the
+        randomised pieces take their middle (no jitter, the best search)."""
+        return plan(self.belief, view, self.params, rng)
 
     def _record(self, turn: int, kind: str, source: Source, start: float) -> None:
         self.counts[kind] += 1
@@ -197,18 +242,23 @@ class PlannerHarry:
         (size,) = struct.unpack_from("<H", data, 0)
         head = json.loads(zlib.decompress(data[2 : 2 + size]))
         belief_data = data[2 + size :]
-        params = PlannerParams(
-            thresholds=tuple(head["params"]["thresholds"]),
-            dumbledore_min=head["params"]["dumbledore_min"],
-            dumbledore_weight=head["params"]["dumbledore_weight"],
-            info_target=head["params"]["info_target"],
-            ties=head["params"].get("ties", "shuffle"),
-            # a brain saved before the endgame rule existed keeps playing without it
-            endgame=head["params"].get("endgame", False),
-        )
+        saved = head["params"]
+        known = {f.name for f in fields(PlannerParams)}
+        # a brain saved before a knob existed plays without it (its default), and one
+        # saved before the endgame rule existed keeps playing without that rule
+        kwargs: dict[str, Any] = {k: v for k, v in saved.items() if k in known}
+        kwargs["thresholds"] = tuple(saved["thresholds"])
+        kwargs["endgame"] = saved.get("endgame", False)
+        if "exposed" in kwargs:
+            kwargs["exposed"] = tuple(kwargs["exposed"])
+        params = PlannerParams(**kwargs)
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
         return brain
+
+
+LEARNED_SHARE = 0.3
+"""The prior share of cross-game memory's models when they join an `aware` mixture."""
 
 
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:
@@ -221,8 +271,72 @@ def forced_attack(view: HarryView, params: PlannerParams) -> bool:
     )
 
 
-def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
-    """The planner's rule on a Bayes map: threshold attack, else most informative action."""
+def model_weight(belief: BayesBelief, motion: str) -> float:
+    """Posterior weight of the belief's adversary models with this motion."""
+    weights = belief.model_weights()
+    return float(sum(w for m, w in zip(belief.models, weights, strict=True) if m.motion == motion))
+
+
+EXPOSED_AT = 0.5
+"""The weight of the own-map-reading models at which the `exposed` knobs apply in full."""
+
+
+def exposed_params(belief: BayesBelief, params: PlannerParams) -> PlannerParams:
+    """`params` with its randomisation raised toward `exposed`, in proportion to the
+    posterior weight of the adversary models that read Harry's own map."""
+    weights = belief.model_weights()
+    weight = float(
+        sum(
+            w
+            for m, w in zip(belief.models, weights, strict=True)
+            if m.motion == "belief" and m.reads in ("own", "rule")
+        )
+    )
+    scale = min(1.0, weight / EXPOSED_AT)
+    jitter, near, attack_near, hesitate = (tuple(params.exposed) + (0.0,) * 4)[:4]
+    base_hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
+    return replace(
+        params,
+        jitter=params.jitter + scale * (jitter - params.jitter),
+        near=params.near + scale * (near - params.near),
+        attack_near=params.attack_near + scale * (attack_near - params.attack_near),
+        hesitate=base_hesitate + scale * (hesitate - base_hesitate),
+        exposed=(),
+    )
+
+
+def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: float) -> float:
+    """The attack threshold moved below the belief-reacting adversaries' trigger, in
+    proportion to their posterior weight: (1 - W) t + W min(t, T - margin)."""
+    weights = belief.model_weights()
+    total = 0.0
+    level = 0.0
+    for model, w in zip(belief.models, weights, strict=True):
+        if model.motion != "belief":
+            continue
+        if model.reads == "rule":
+            rule = model.rule or (threshold,)
+            tau = rule[max(0, min(spare, len(rule) - 1))] - model.spread
+        else:
+            tau = model.threshold - model.spread
+        total += float(w)
+        level += float(w) * tau
+    if total <= 0.0:
+        return threshold
+    return (1.0 - total) * threshold + total * min(threshold, level / total - margin)
+
+
+def plan(
+    belief: BayesBelief,
+    view: HarryView,
+    params: PlannerParams,
+    rng: random.Random | None = None,
+) -> Choice:
+    """The planner's rule on a Bayes map: threshold attack, else most informative action.
+
+    `rng` is Harry's private per-turn stream: it draws the attack threshold's jitter and
+    one of the near-equal searches, so that running this code on Harry's view does not
+    tell an adversary what Harry does next (without it: no jitter, the best search)."""
     rules = view.rules
     locs = rules.locations
     m = belief.marginals()
@@ -234,16 +348,51 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     )
     best = _argmax(m, ties)
     spare = view.attacks_left - k
-    if forced_attack(view, params) or (
-        view.attacks_left > 0 and float(m[best]) >= params.threshold(spare)
-    ):
+    if params.exposed:
+        params = exposed_params(belief, params)
+    threshold = params.threshold(spare)
+    if params.timing >= 0.0:
+        threshold = trigger_aware(belief, threshold, spare, params.timing)
+    if params.jitter > 0.0 and rng is not None:
+        threshold -= params.jitter * rng.random()
+    near_attack = params.attack_near
+    if forced_attack(view, params):
+        near_attack = max(near_attack, params.forced_near)
+    if near_attack > 0.0 and rng is not None:
+        close = np.flatnonzero(m >= float(m[best]) - near_attack)
+        if len(close) > 1:
+            pick = rng.random() * float(m[close].sum())
+            best = int(close[min(len(close) - 1, int(np.searchsorted(np.cumsum(m[close]), pick)))])
+    if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
+    ready = view.attacks_left > 0 and float(m[best]) >= threshold
+    kind = "attack"
+    if not ready and view.attacks_left > 0 and float(m[best]) >= params.cap_floor:
+        after = belief.preview(locs[best], True)
+        if float(after[best]) < float(m[best]) + params.cap_gain:
+            ready, kind = True, "capped"
+    hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
+    if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
+        return Choice(Attack(location=locs[best]), kind, float(m[best]))
+    if (
+        view.attacks_left > 0
+        and spare >= params.probe_spare
+        and view.turn >= params.probe_after
+        and float(m[best]) >= params.probe_min
+        and model_weight(belief, "trigger") <= params.probe_weight
+    ):
+        return Choice(Attack(location=locs[best]), "probe", float(m[best]))
 
     info_of = (
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
     j = _argmax(info, ties)
+    if params.near > 0.0 and rng is not None:
+        top = float(info[j])
+        close = np.flatnonzero(info >= top * (1.0 - params.near))
+        if len(close) > 1:
+            j = int(close[rng.randrange(len(close))])
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]
     allies = view.allies
     if "hermione" in allies and allies["hermione"].available:
@@ -271,8 +420,21 @@ def plan(belief: BayesBelief, view: HarryView, params: PlannerParams) -> Choice:
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
+RANDOMISED = PlannerParams(jitter=0.1, near=0.1, hesitate=-1.0, exposed=(0.3, 0.3, 0.25, 0.5))
+"""The default Harry's play: the rule's attack threshold lowered by U(0, 0.1) and one of
+the searches within 10% of the best information, both drawn from his private stream;
+as the models of an adversary who reads his own map gain weight, up to U(0, 0.3), 30%,
+an attack on any location within 0.25 of the top one (drawn in proportion to its
+occupancy) and a hesitation of 1/2 before a threshold attack."""
+
 MODE_PARAMS: dict[str, PlannerParams] = {
     "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
+    "aware": RANDOMISED,
+    "aware-fixed": PlannerParams(),
+    "aware-timing": PlannerParams(timing=0.05),
+    "aware-probe": replace(
+        RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
+    ),
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,
@@ -493,7 +655,9 @@ def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
 
 
 __all__ = [
+    "EXPOSED_AT",
     "MODE_PARAMS",
+    "RANDOMISED",
     "REBUILD_PRIORS",
     "REFERENCE_RULE",
     "REFERENCE_TRUST",
@@ -502,7 +666,10 @@ __all__ = [
     "PlannerParams",
     "SeedHeuristicHarry",
     "WindowPlannerHarry",
+    "exposed_params",
     "forced_attack",
+    "model_weight",
     "plan",
     "rebuild_trust",
+    "trigger_aware",
 ]

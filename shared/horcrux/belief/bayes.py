@@ -51,10 +51,14 @@ Snapshot
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import math
+import random
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -67,13 +71,17 @@ from horcrux.belief.base import BeliefPoint
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 
-Motion = Literal["trigger", "hazard", "static"]
-Placement = Literal["evidence", "random"]
+Motion = Literal["trigger", "hazard", "static", "belief"]
+Placement = Literal["evidence", "random", "belief"]
+Destination = Literal["uniform", "low"]
+Reads = Literal["own", "naive", "rule"]
 FloatArray = NDArray[np.float64]
+Maps = dict[str, FloatArray]  # Harry's maps a belief-reacting adversary may read, by `reads`
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
 _TINY = 1e-300
+_SERIALS = itertools.count()
 _EVIDENCE_FLOOR = 1e-12
 
 
@@ -87,7 +95,23 @@ class AdversaryModel:
     hazard: float = 0.03  # P(one relocation per turn | charges left)
     plant: float = 0.0  # P(plant a decoy this turn | it is possible)
     prior: float = 1.0
-    placement: Placement = "evidence"  # where: the top-evidence free location, or anywhere free
+    placement: Placement = "evidence"  # where: the top-evidence free location, anywhere
+    # free, or ("belief") the free location Harry's own map rates highest, above k/N
+    threshold: float = 0.5  # `belief` motion: Harry's occupancy that triggers a move
+    spread: float = 0.0  # `belief`: the threshold is uniform on threshold +- spread
+    destination: Destination = "uniform"  # where a moved Horcrux goes: any free location,
+    # or ("low") the free locations Harry's map rates lowest (within `LOW_BAND`)
+    scatter: float = 0.0  # `belief`: the share of moves and decoys that go anywhere free
+    reads: Reads = "own"  # `belief`: which map of Harry's the adversary reads: his own
+    # (the whole mixture), or ("naive") the map of a Harry who models no belief-reacting
+    # adversary (the mixture of this belief's other models: the level-0 public map), or
+    # ("rule") Harry's own map through Harry's own rule: he moves the Horcrux at the
+    # location the planner's rule would attack next turn, with the probability the rule
+    # (its thresholds `rule`, jitter `spread`, hesitation `hesitate`) attacks it
+    rule: tuple[float, ...] = ()
+    hesitate: float = 0.0
+    level0: bool = True  # part of the `naive` map (the level-0 Harry's models); `belief`
+    # models never are
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -112,7 +136,103 @@ MODES: dict[str, tuple[AdversaryModel, ...]] = {
         ),
     ),
 }
-DEFAULT_MODE = "mixture"
+BELIEF_THRESHOLDS = (0.35, 0.5, 0.65, 0.8)
+"""The prior's support for a belief-reacting adversary's trigger (Harry's occupancy)."""
+
+
+def belief_models(
+    total: float,
+    thresholds: tuple[float, ...] = BELIEF_THRESHOLDS,
+    *,
+    spread: float = 0.02,
+    plant: float = 1.0,
+    scatter: float = 0.15,
+    reads: tuple[Reads, ...] = ("naive", "own"),
+) -> tuple[AdversaryModel, ...]:
+    """Adversaries that react to Harry's own map (docs/MEMORY.md, "Belief-reacting
+    adversaries"): for each threshold, one moving the Horcrux Harry rates highest to the
+    locations he rates lowest once his occupancy there crosses it, and planting decoys
+    at his top free location; `total` prior mass shared evenly."""
+    each = total / (len(thresholds) * len(reads))
+    return tuple(
+        AdversaryModel(
+            f"belief@{t:g}" + ("" if r == "own" else f"/{r}"),
+            "belief",
+            trigger=1.0,
+            threshold=t,
+            spread=spread,
+            plant=plant,
+            placement="belief",
+            destination="low",
+            scatter=scatter,
+            reads=r,
+            prior=each,
+        )
+        for r in reads
+        for t in thresholds
+    )
+
+
+RULE_THRESHOLDS = (0.90, 0.75, 0.60, 0.50)
+"""The planner's attack thresholds by spare attacks (`PlannerParams.thresholds`)."""
+RULE_JITTER = 0.1
+"""The planner's jitter: each turn's threshold is lowered by U(0, RULE_JITTER)."""
+RULE_HESITATE = 0.5
+"""The planner's hesitation before a threshold attack, at full weight of `rule` models."""
+
+
+def rule_model(prior: float) -> AdversaryModel:
+    """The adversary who runs Harry's own code on Harry's view (the `mirror` class): he
+    moves the Horcrux that Harry's rule attacks next turn, with the probability that the
+    rule, randomised from Harry's private stream, attacks it."""
+    return AdversaryModel(
+        "rule",
+        "belief",
+        trigger=1.0,
+        plant=1.0,
+        placement="belief",
+        destination="low",
+        scatter=0.15,
+        reads="rule",
+        rule=RULE_THRESHOLDS,
+        spread=RULE_JITTER,
+        hesitate=RULE_HESITATE,
+        prior=prior,
+    )
+
+
+AWARE: tuple[AdversaryModel, ...] = (
+    # `mixture`'s three models with its priors scaled by 6/7: their own mixture (the
+    # `naive` map) is then exactly `mixture`'s map
+    AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.6),
+    AdversaryModel("hazard", "hazard", hazard=0.03, plant=0.5, prior=0.6 * 3 / 14),
+    AdversaryModel("static", "static", plant=0.0, prior=0.6 * 3 / 14),
+    *belief_models(0.3),
+    rule_model(0.05),
+    # `robust`'s early spender (the `random` style), outside the level-0 map
+    AdversaryModel(
+        "early",
+        "hazard",
+        hazard=1 / 3,
+        plant=1 / 3,
+        placement="random",
+        prior=0.15,
+        level0=False,
+    ),
+)
+"""`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
+spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
+threshold models, 0.05 `rule`, 0.15 `early`)."""
+MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
+MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
+MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
+MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
+LOW_BAND = 0.02
+"""A `low` destination: the free locations within this much of Harry's lowest occupancy."""
+TOP_BAND = 0.02
+"""A `belief` decoy: the free locations within this much of Harry's top one are one group."""
+
+DEFAULT_MODE = "aware"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
 against every scripted Voldemort, without `robust`'s probing attacks, which the
 evaluation counts as failures (docs/MEMORY.md)."""
@@ -143,6 +263,10 @@ class _Tables:
     up: FloatArray  # (n_{k-1}, n_sets) incidence T subset of S (sums by matmul: fast)
     down: FloatArray  # its transpose, contiguous
     ones: FloatArray  # (n_sets,)
+    # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
+    # Horcrux moving from j to u takes set s
+    swap: IntArray  # (n_sets, n, n)
+    set_array: IntArray  # (n_sets, k): each set's locations, ascending
 
 
 @lru_cache(maxsize=64)
@@ -183,6 +307,13 @@ def _tables(n: int, k: int) -> _Tables:
     up = np.zeros((len(smaller), len(sets)))
     for i, row in enumerate(supersets):
         up[i, row] = 1.0
+    swap = np.zeros((len(sets), n, n), dtype=np.intp)
+    for i, s in enumerate(sets):
+        for j in s:
+            rest = [x for x in s if x != j]
+            for u in range(n):
+                if u not in s:
+                    swap[i, j, u] = index[tuple(sorted((*rest, u)))]
     return _Tables(
         n=n,
         k=k,
@@ -198,6 +329,8 @@ def _tables(n: int, k: int) -> _Tables:
         up=up,
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
+        swap=swap,
+        set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
     )
 
 
@@ -278,7 +411,12 @@ def forgotten_budgets(
     charges: list[tuple[float, ...]] = []
     decoys: list[tuple[float, ...]] = []
     for model in models:
-        move = {"trigger": model.trigger * hit, "hazard": model.hazard, "static": 0.0}[model.motion]
+        move = {
+            "trigger": model.trigger * hit,
+            "belief": model.trigger * hit,  # a Harry who recalls nothing rarely crosses it
+            "hazard": model.hazard,
+            "static": 0.0,
+        }[model.motion]
         used = _spent(turns, move, rules.relocations)
         charges.append(_blend(tuple(reversed(used)), trust if turns else 1.0))  # j used: R - j left
         plant = model.plant * positive * (1.0 - move)
@@ -295,6 +433,36 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+class _BeliefPlan:
+    """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
+    the top occupancy among its locations (what a trigger reads) and the location holding
+    it; for the sets that move, the rows they move to and the `low` destinations (the
+    free locations within LOW_BAND of the lowest), computed only for those."""
+
+    def __init__(self, tab: _Tables, harry: FloatArray) -> None:
+        self.tab = tab
+        self.harry = harry
+        sets = tab.set_array
+        values = harry[sets]  # (sets, k), locations in ascending order
+        pick = values.argmax(axis=1)  # the first of equals: the lowest location
+        rows = np.arange(len(sets))
+        self.top: FloatArray = values[rows, pick]
+        self.top_loc: IntArray = sets[rows, pick]
+        self.top_max = float(self.top.max()) if len(self.top) else 0.0
+
+    def targets(self, go: IntArray) -> IntArray:
+        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
+        out: IntArray = self.tab.swap[go, self.top_loc[go]]
+        return out
+
+    def low(self, go: IntArray) -> FloatArray:
+        """(len(go), n): the `low` destinations' probabilities for the sets go."""
+        others = np.where(self.tab.member[go], np.inf, self.harry[None, :])
+        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
+        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        return out
+
+
 class _Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
 
@@ -331,12 +499,17 @@ class _Filters:
         else:  # decoys already planted, for the models that plant
             self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
+        self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
+        self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
+        self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
+        self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
-        self._anywhere = [m.placement == "random" for m in models]
+        self._placement = [m.placement for m in models]
+        self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._marginal: FloatArray | None = None
 
@@ -351,6 +524,7 @@ class _Filters:
 
     def _normalise(self, total: FloatArray) -> None:
         self._marginal = None
+        self.version += 1
         self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
         dead = total <= _TINY
         if dead.any():  # a model said "impossible": restart it uniform over the sets
@@ -408,7 +582,17 @@ class _Filters:
         self._normalise(self.totals())
 
     # ------------------------------------------------------------ predictive step
-    def predict(self, positives: list[int], evidence: FloatArray) -> None:
+    def predict(
+        self,
+        positives: list[int],
+        evidence: FloatArray,
+        maps: Callable[[], Maps | None] | None = None,
+    ) -> None:
+        """Voldemort's move after Harry's turn, per model. `maps()` gives Harry's maps
+        once the other models have moved (`own`: the mixture's marginals; `naive`: those
+        of the models that do not react to his map): what the `belief` models' triggers,
+        destinations and decoys read."""
+        harry: Maps | None = None
         tab = self.tab
         moved_total = np.zeros(self.count)
         w = self.w
@@ -445,8 +629,77 @@ class _Filters:
                 incoming = (moved @ tab.down) @ tab.up - tab.k * moved
                 w[1:, i] -= moved
                 w[:-1, i] += incoming * share
+            if self._belief and maps is not None:
+                self._marginal = None
+                harry = maps()
+            if self._belief and harry is not None:
+                plans: dict[str, _BeliefPlan] = {}
+                for i, model in self._belief:
+                    key = "own" if model.reads == "rule" else model.reads
+                    if key not in plans:
+                        plans[key] = self._belief_moves(harry[key])
+                    moved_total[i] += self._move_belief(i, model, plans[key], harry)
+        if harry is None and maps is not None and self.reads_harry:
+            self._marginal = None
+            harry = maps()
         if self.used.shape[1] > 1 and self.p_plant.any():
-            self._plant(1.0 - moved_total, evidence)
+            self._plant(1.0 - moved_total, evidence, harry)
+
+    def _belief_moves(self, harry: FloatArray) -> _BeliefPlan:
+        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`)."""
+        return _BeliefPlan(self.tab, harry)
+
+    def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
+        """Model i's belief-reacting move: each set whose top occupancy crosses the
+        model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
+        model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
+        P(the rule attacks j next turn)), from every set holding it."""
+        tab = self.tab
+        if model.reads == "rule":
+            attack = harry["attack"]
+            j = int(np.argmax(attack))
+            if attack[j] <= 0.0:
+                return 0.0
+            go = tab.with_j[j]
+            fire_go = np.full(len(go), float(attack[j]) * model.trigger)
+            targets_go = tab.swap[go, j]
+        else:
+            lo = model.threshold - model.spread
+            if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
+                return 0.0
+            top = plan.top
+            if model.spread > 0.0:
+                fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+            else:
+                fire = (top >= model.threshold).astype(np.float64)
+            fire *= model.trigger
+            go = np.flatnonzero(fire > 0.0)
+            if not len(go):
+                return 0.0
+            fire_go = fire[go]
+            targets_go = plan.targets(go)
+        self._marginal = None
+        w = self.w
+        moved = w[1:, i][:, go] * fire_go[None, :]  # (R, moving sets)
+        total = float(moved.sum())
+        if total <= 0.0:
+            return 0.0
+        free = ~tab.member[go]
+        anywhere = free / free.sum(axis=1, keepdims=True)
+        if model.destination == "low":
+            dest = plan.low(go)
+            if model.scatter > 0.0:
+                dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
+        else:
+            dest = anywhere
+        w[1:, i][:, go] -= moved
+        n_sets = len(tab.sets)
+        contrib = moved[:, :, None] * dest[None, :, :]  # (R, moving, n)
+        offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
+        idx = (targets_go[None, :, :] + offsets).reshape(-1)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
+        w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        return total
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
@@ -463,11 +716,47 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant(self, p_no_move: FloatArray, evidence: FloatArray) -> None:
+    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
+        """A `belief` decoy: at the free location Harry's map rates highest. Locations
+        within TOP_BAND of each other are one group, the decoy going to any free one of
+        the first group with a free location (an adversary reading a slightly different
+        map breaks near-ties his own way); a `scatter` share goes anywhere free."""
+        marginal = self.marginal()[i]
+        c_row = self.c[i]
+        scatter = self.models[i].scatter
+        planted = 0.0
+        reach = 1.0  # P(every location of the better groups is taken)
+        start = 0
+        while start < len(order) and reach > 1e-9:
+            head = float(harry[order[start]])
+            stop = start
+            while stop < len(order) and float(harry[order[stop]]) >= head - TOP_BAND:
+                stop += 1
+            group = np.array(order[start:stop], dtype=np.intp)
+            free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
+            expected = float(free.sum())
+            if expected > 0.0:
+                c_row[group] += (1.0 - c_row[group]) * min(
+                    1.0, reach * chance * (1 - scatter) / expected
+                )
+                planted += reach * min(1.0, expected)
+            reach *= float(np.prod(1.0 - free))
+            start = stop
+        if scatter > 0.0:
+            free_all = (1.0 - marginal) * (1.0 - c_row)
+            total = float(free_all.sum())
+            if total > 0.0:
+                c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
+        return planted
+
+    def _plant(
+        self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None
+    ) -> None:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         marginal: FloatArray | None = None
         cand: list[int] | None = None
+        rated: dict[str, list[int]] = {}
         # scalar loops: a handful of candidates and at most a few models, where numpy's
         # per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
@@ -477,7 +766,10 @@ class _Filters:
                 marginal = self.marginal()
             chance = go * left  # this model plants now
             c_row = self.c[i]
-            if self._anywhere[i]:  # a uniformly drawn free location
+            placement = self._placement[i]
+            if placement == "belief" and harry is None:
+                continue
+            if placement == "random":  # a uniformly drawn free location
                 free = (1.0 - marginal[i]) * (1.0 - c_row)  # P(j is free)
                 total = float(free.sum())
                 if total <= 0.0:
@@ -485,22 +777,39 @@ class _Filters:
                 c_row += (1.0 - c_row) * min(1.0, chance / total)  # P(j drawn | j free)
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
-                if cand is None:
-                    positive = np.flatnonzero(evidence > 0.0)
-                    if len(positive) > 1:  # best evidence first, board order on ties
-                        positive = positive[np.argsort(-evidence[positive], kind="stable")]
-                    cand = positive.tolist()
-                if not cand:
+                # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
+                reads = self.models[i].reads
+                reads = "own" if reads == "rule" else reads
+                if placement == "belief":
+                    assert harry is not None
+                    if reads not in rated:
+                        seen = harry[reads]
+                        above = np.flatnonzero(seen > self.tab.k / self.n)
+                        rated[reads] = above[np.argsort(-seen[above], kind="stable")].tolist()
+                    order = rated[reads]
+                else:
+                    if cand is None:
+                        positive = np.flatnonzero(evidence > 0.0)
+                        if len(positive) > 1:  # best evidence first, board order on ties
+                            positive = positive[np.argsort(-evidence[positive], kind="stable")]
+                        cand = positive.tolist()
+                    order = cand
+                if not order:
                     continue
-                reach = 1.0  # P(every better candidate is taken)
-                planted = 0.0  # P(a decoy now | charges left), before `go`
-                for j, m in zip(cand, marginal[i, cand].tolist(), strict=True):
-                    c = float(c_row[j])
-                    if c < 1.0:
-                        c_row[j] = c + (1.0 - c) * reach * chance
-                        planted += reach * (1.0 - m) * (1.0 - c)
-                    reach *= m + (1.0 - m) * c
-                planted = min(1.0, planted * go)
+                if placement == "belief":
+                    assert harry is not None
+                    planted = self._plant_on_map(i, order, harry[reads], chance)
+                    planted = min(1.0, planted * go)
+                else:
+                    reach = 1.0  # P(every better candidate is taken)
+                    planted = 0.0  # P(a decoy now | charges left), before `go`
+                    for j, m in zip(order, marginal[i, order].tolist(), strict=True):
+                        c = float(c_row[j])
+                        if c < 1.0:
+                            c_row[j] = c + (1.0 - c) * reach * chance
+                            planted += reach * (1.0 - m) * (1.0 - c)
+                        reach *= m + (1.0 - m) * c
+                    planted = min(1.0, planted * go)
             used = self.used[i]
             shift = used[:-1] * planted
             used[:-1] -= shift
@@ -508,6 +817,16 @@ class _Filters:
 
 
 # ---------------------------------------------------------------- the belief map
+@lru_cache(maxsize=256)
+def _tie_order(n: int, turn: int) -> FloatArray:
+    """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
+    ranks = list(range(n))
+    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
+    out = np.array(ranks, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
 def _h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
@@ -606,6 +925,7 @@ class BayesBelief:
         self._history: list[BeliefPoint] = []
         self._turn = 0
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
+        self._weights: tuple[tuple[int, int], FloatArray] | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -638,7 +958,8 @@ class BayesBelief:
             self._observe(turn, obs)
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self._index[obs.location])
-        self._filters.predict(positives, self._evidence)
+        self._cache = None
+        self._filters.predict(positives, self._evidence, self._maps)
         self._ends.append(len(self._log))
         self._turns.append(turn)
         self._turn = turn
@@ -675,13 +996,120 @@ class BayesBelief:
         order = np.argsort(-m, kind="stable")[:n]
         return [(self.rules.locations[int(i)], round(float(m[i]), 6)) for i in order]
 
+    def preview(self, location: str, positive: bool, sensor: Sensor | None = None) -> FloatArray:
+        """The marginals Harry would hold after one more search at `location` with this
+        outcome and Voldemort's move after it (nothing is changed: a planner's lookahead)."""
+        saved = self._filters
+        trial = copy.copy(saved)
+        trial.w = saved.w.copy()
+        trial.c = saved.c.copy()
+        trial.used = saved.used.copy()
+        trial.log_evidence = saved.log_evidence.copy()
+        trial._marginal = None
+        trial.serial = next(_SERIALS)
+        cache = self._cache
+        j = self._index[location]
+        try:
+            self._filters = trial
+            self._cache = None
+            trial.search(j, positive, sensor or self.rules.sensor)
+            evidence = self._evidence.copy()
+            evidence[j] += math.log(
+                (sensor or self.rules.sensor).d / (sensor or self.rules.sensor).f
+                if positive
+                else (1.0 - (sensor or self.rules.sensor).d)
+                / (1.0 - (sensor or self.rules.sensor).f)
+            )
+            self._cache = None
+            trial.predict([j] if positive else [], evidence, self._maps)
+            self._cache = None
+            out = self.marginals().copy()
+        finally:
+            self._filters = saved
+            self._cache = cache
+        return out
+
+    def _maps(self) -> Maps | None:
+        """Harry's maps the belief-reacting models read, once the other models have made
+        their predictive step: `naive` (the mixture of the models that do not read his
+        map: what a Bayes Harry who ignores such adversaries holds after Voldemort's turn,
+        exactly) and `own` (the whole mixture, its belief-reacting models before their
+        own move: the fixed point is cut there)."""
+        if not self._filters.reads_harry:
+            return None
+        self._cache = None
+        own = self.marginals().copy()
+        weights = self.model_weights()
+        plain = np.array([m.motion != "belief" and m.level0 for m in self.models])
+        naive: FloatArray = own
+        if plain.any():
+            pi = np.where(plain, weights, 0.0)
+            pi /= max(float(pi.sum()), _TINY)
+            naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
+        maps = {"own": own, "naive": naive}
+        rule = next((m for m in self.models if m.reads == "rule"), None)
+        if rule is not None:
+            maps["attack"] = self._rule_attack(rule, own)
+        return maps
+
+    def attacks_left(self) -> int:
+        """Harry's attacks left, from the attacks he has folded in."""
+        used = sum(1 for entry in self._log if entry[1] == _KIND_CODE["attack"])
+        return self.rules.attacks - used
+
+    def hesitation(self) -> float:
+        """P(Harry searches instead of a threshold attack): the `rule` model's hesitation
+        times that model's posterior weight (nothing to hide from other adversaries)."""
+        weights = self.model_weights()
+        return float(
+            sum(
+                m.hesitate * w
+                for m, w in zip(self.models, weights, strict=True)
+                if m.reads == "rule"
+            )
+        )
+
+    def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
+        """P(the planner's rule attacks j next turn), per location, on `own`: the top
+        location (ties by the turn's tie order) when its occupancy is above the spare
+        attacks' threshold lowered by U(0, jitter), unless he hesitates; always when the
+        attack is forced (no more turns than Horcruxes, or the endgame)."""
+        out: FloatArray = np.zeros(self._n)
+        k = self._filters.k
+        attacks = self.attacks_left()
+        if k == 0 or attacks <= 0:
+            return out
+        turn = self._turn + 1
+        turns_left = self.rules.max_turns - turn + 1
+        ties = _tie_order(self._n, turn)
+        top = float(own.max())
+        near = own >= top - 1e-9 * max(1.0, abs(top))
+        best = int(np.argmin(np.where(near, ties, np.inf)))
+        if turns_left <= k or turns_left <= attacks:
+            out[best] = 1.0
+            return out
+        thresholds = rule.rule or RULE_THRESHOLDS
+        spare = attacks - k
+        threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
+        m = float(own[best])
+        if rule.spread > 0.0:
+            p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
+        else:
+            p = 1.0 if m >= threshold else 0.0
+        out[best] = p * (1.0 - self.hesitation())
+        return out
+
     # ------------------------------------------------------------ arrays for planners
     def model_weights(self) -> FloatArray:
         """Posterior weight of each adversary model (sums to 1)."""
+        key = (self._filters.serial, self._filters.version)
+        if self._weights is not None and self._weights[0] == key:
+            return self._weights[1].copy()
         logw = self._log_prior + self._filters.log_evidence
         logw -= logw.max()
         w = np.exp(logw)
         out: FloatArray = w / w.sum()
+        self._weights = (key, out.copy())
         return out
 
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -811,7 +1239,9 @@ class BayesBelief:
         offset += head_len
         if header.get("v") != _SNAPSHOT_VERSION:
             raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
-        models = tuple(AdversaryModel(**m) for m in header["models"])
+        models = tuple(
+            AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in header["models"]
+        )
         cp, dp = header.get("cp"), header.get("dp")
         belief = cls(
             rules,

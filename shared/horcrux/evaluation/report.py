@@ -307,6 +307,13 @@ def _in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
     return {h: rows[h] for h in order}
 
 
+def _in_adversary_order(report: dict[str, Any]) -> list[str]:
+    """The adversaries in the grid's order (`meta.voldemort`), whatever the JSON's key
+    order (the committed JSON's keys are sorted)."""
+    listed = [v for v in report.get("meta", {}).get("voldemort", []) if v in report["results"]]
+    return listed + [v for v in report["results"] if v not in listed]
+
+
 def render_markdown(
     report: dict[str, Any],
     images: Sequence[str] = (),
@@ -332,8 +339,8 @@ def render_markdown(
     ]
     for img in images:
         lines += [f"![{img}](img/{img})", ""]
-    for v, unordered in report["results"].items():
-        rows = _in_architecture_order(unordered)
+    for v in _in_adversary_order(report):
+        rows = _in_architecture_order(report["results"][v])
         lines += [
             f"## Against `{v}`",
             "",

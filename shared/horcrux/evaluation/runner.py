@@ -31,6 +31,10 @@ HARRY_ARCHITECTURES = (
     "naive",
     "seed-heuristic",
     "planner",
+    "planner:mixture",
+    "planner:aware-fixed",
+    "planner:aware-timing",
+    "planner:aware-probe",
     "planner:trigger",
     "planner:hazard",
     "planner:static",
@@ -41,7 +45,11 @@ HARRY_ARCHITECTURES = (
     "gated",
     "oracle",
 )
-VOLDEMORT_ADVERSARIES = ("reference", "shadow")
+VOLDEMORT_ADVERSARIES = ("reference", "passive", "random", "delayed", "shadow", "mirror", "ambush")
+"""The report's adversaries: the rules' reference, the controls (`passive`, `random`),
+`delayed`, and the three that read Harry's belief (`shadow` a level-0 map of it,
+`mirror` a copy of his brain, `ambush` mirror's trigger with what the planner does not
+model; `horcrux.agents.adversaries`)."""
 BASELINE = "planner"
 WINDOW_FULL_MEMORY = "planner-window:full"
 """The memory-window brain remembering the whole game (the ablation's full-memory point):

@@ -1,0 +1,344 @@
+"""Adversaries that react to Harry's belief (issue 15): the belief models' predictive math
+on hand-computed cases, the mirror and ambush Voldemorts, and the planner's private
+randomisation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import horcrux.agents.adversaries
+import horcrux.agents.planner  # noqa: F401
+from horcrux import engine, rng
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_harry_view
+from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
+from horcrux.errors import UnknownBrain
+from horcrux.models import Attack, HarryRecord, Observation, Relocate, Search
+from horcrux.rules import CLASSIC, RuleSet, Sensor
+from horcrux.sim import play_game
+from horcrux.views import harry_view, voldemort_view
+
+MODES_AWARE = MODES["aware"]
+
+# four locations, one Horcrux, one relocation, no decoy, d = 0.8, f = 0.2
+TINY = RuleSet(
+    name="tiny",
+    locations=("a", "b", "c", "d"),
+    horcruxes=1,
+    max_turns=50,
+    attacks=5,
+    sensor=Sensor(d=0.8, f=0.2),
+    relocations=1,
+    decoys=0,
+)
+
+
+def _search(turn: int, loc: str, outcome: str) -> HarryRecord:
+    return HarryRecord(
+        turn=turn,
+        action=Search(location=loc),
+        observations=(Observation(location=loc, kind="search", outcome=outcome, sensor="harry"),),
+    )
+
+
+def _belief(model: AdversaryModel) -> BayesBelief:
+    return BayesBelief(TINY, "custom", models=(model,))
+
+
+# ---------------------------------------------------------------- the predictive step
+def test_a_threshold_trigger_moves_the_crossing_location_to_the_lowest_ones() -> None:
+    # after a positive at a: P(a) = 0.8 / (0.8 + 3 x 0.2) = 4/7 >= 0.5, so (one charge
+    # left) the Horcrux at a moves, uniformly to b, c, d (all rated 1/7, the lowest)
+    belief = _belief(AdversaryModel("b", "belief", threshold=0.5, destination="low"))
+    belief.update(_search(1, "a", "positive"))
+    np.testing.assert_allclose(belief.marginals(), [0.0, 1 / 3, 1 / 3, 1 / 3], atol=1e-12)
+
+
+def test_below_the_threshold_nothing_moves() -> None:
+    belief = _belief(AdversaryModel("b", "belief", threshold=0.6, destination="low"))
+    belief.update(_search(1, "a", "positive"))  # 4/7 < 0.6
+    np.testing.assert_allclose(belief.marginals(), [4 / 7, 1 / 7, 1 / 7, 1 / 7], atol=1e-12)
+
+
+def test_a_spread_threshold_moves_with_the_probability_it_is_crossed() -> None:
+    # the threshold uniform on 0.6 +- 0.1: P(crossed at 4/7) = (4/7 - 0.5) / 0.2 = 5/14
+    belief = _belief(AdversaryModel("b", "belief", threshold=0.6, spread=0.1, destination="low"))
+    belief.update(_search(1, "a", "positive"))
+    fire = 5 / 14
+    rest = 1 / 7 + (4 / 7) * fire / 3
+    np.testing.assert_allclose(
+        belief.marginals(), [(4 / 7) * (1 - fire), rest, rest, rest], atol=1e-12
+    )
+
+
+def test_a_low_destination_is_the_single_lowest_location() -> None:
+    # a negative at d first: d is the unique lowest, so the move goes there only
+    belief = _belief(AdversaryModel("b", "belief", threshold=0.5, destination="low"))
+    belief.update(_search(1, "d", "negative"))
+    belief.update(_search(2, "a", "positive"))
+    # before the move: weights a 0.8, b 0.2, c 0.2, d 0.2 x 0.2/0.8 = 0.05 (up to a
+    # common factor), so P(a) = 0.8 / 1.25 = 0.64 >= 0.5 and all of it lands on d
+    expected = np.array([0.0, 0.2, 0.2, 0.05 + 0.8]) / 1.25
+    np.testing.assert_allclose(belief.marginals(), expected, atol=1e-12)
+
+
+def test_a_uniform_destination_ignores_the_map() -> None:
+    belief = _belief(AdversaryModel("b", "belief", threshold=0.5, destination="uniform"))
+    belief.update(_search(1, "d", "negative"))
+    belief.update(_search(2, "a", "positive"))
+    share = 0.8 / 3
+    expected = np.array([0.0, 0.2 + share, 0.2 + share, 0.05 + share]) / 1.25
+    np.testing.assert_allclose(belief.marginals(), expected, atol=1e-12)
+
+
+def test_no_charge_left_means_no_move() -> None:
+    belief = BayesBelief(
+        TINY,
+        "custom",
+        models=(AdversaryModel("b", "belief", threshold=0.5, destination="low"),),
+        charges=0,
+    )
+    belief.update(_search(1, "a", "positive"))
+    np.testing.assert_allclose(belief.marginals(), [4 / 7, 1 / 7, 1 / 7, 1 / 7], atol=1e-12)
+
+
+def test_the_rule_model_moves_what_harrys_rule_attacks_with_its_probability() -> None:
+    # Harry's rule on this board: threshold 0.5 (spare 4), jitter 0.1, hesitation 1/2 x
+    # the rule model's weight (1 here). At 4/7 the jittered threshold is always crossed
+    # (4/7 > 0.5), so he attacks a with probability 1/2, and so the mirror moves it.
+    model = AdversaryModel(
+        "rule", "belief", reads="rule", rule=(0.5,), spread=0.1, hesitate=0.5, destination="low"
+    )
+    belief = _belief(model)
+    assert belief.hesitation() == pytest.approx(0.5)
+    belief.update(_search(1, "a", "positive"))
+    moved = (4 / 7) * 0.5
+    np.testing.assert_allclose(
+        belief.marginals(), [4 / 7 - moved, 1 / 7 + moved / 3, 1 / 7 + moved / 3, 1 / 7 + moved / 3]
+    )
+
+
+def test_the_rule_model_is_sure_of_a_forced_attack() -> None:
+    # 5 attacks left and 5 turns left: the endgame attacks the top location every turn
+    model = AdversaryModel(
+        "rule", "belief", reads="rule", rule=(0.99,), spread=0.0, hesitate=0.5, destination="low"
+    )
+    belief = _belief(model)
+    for turn in range(1, 46):
+        belief.update(_search(turn, "b" if turn < 45 else "a", "negative"))
+    attack = belief._rule_attack(model, belief.marginals())
+    assert attack.sum() == pytest.approx(1.0) and float(attack.max()) == 1.0
+
+
+def test_the_naive_map_is_exactly_the_mixture_planners_map() -> None:
+    """The level-0 map the belief models read is the old default's map (what `shadow`
+    holds), bit for bit up to float error, on a real game's record."""
+    result = play_game(CLASSIC, 7, "planner", "shadow", keep_events=True)
+    assert result.events is not None
+    aware = BayesBelief(CLASSIC, "aware")
+    mixture = BayesBelief(CLASSIC, "mixture")
+    state, _ = engine.new_game(CLASSIC, 7)
+    checked = 0
+    for record in _records(result.events):
+        aware.update(record)
+        mixture.update(record)
+        maps = aware._maps()
+        assert maps is not None
+        # _maps() reads the maps after every model's move; the naive one has no belief
+        # model in it, so it is the mixture's map after its own predictive step
+        np.testing.assert_allclose(maps["naive"], mixture.marginals(), atol=1e-9)
+        checked += 1
+    assert checked > 10 and state is not None
+
+
+def _records(events: list[object]) -> list[HarryRecord]:
+    from horcrux.models import HarryMoved
+
+    return [
+        HarryRecord(turn=e.turn, action=e.action, observations=e.observations)
+        for e in events
+        if isinstance(e, HarryMoved)
+    ]
+
+
+def test_belief_decoys_go_to_harrys_top_free_group() -> None:
+    """A `belief` decoy is planted at Harry's top-rated free location: after a positive at
+    a (which may hold the Horcrux) the decoy probability rises at a, not elsewhere."""
+    rules = TINY.model_copy(update={"decoys": 1, "relocations": 0})
+    model = AdversaryModel("b", "belief", threshold=1.0, plant=1.0, placement="belief")
+    belief = BayesBelief(rules, "custom", models=(model,))
+    belief.update(_search(1, "a", "positive"))
+    decoy = belief.decoy_probability()
+    assert decoy[0] > 0.0 and decoy[1:].sum() == pytest.approx(0.0)
+    # P(decoy at a) = P(a free) x P(chosen | free) = (1 - P(a)) x 1
+    assert decoy[0] == pytest.approx(1.0 - belief.marginals()[0])
+
+
+def test_belief_snapshot_round_trips_the_new_models() -> None:
+    belief = BayesBelief(CLASSIC, "aware")
+    for turn, (loc, out) in enumerate(
+        [("hogwarts", "positive"), ("azkaban", "negative"), ("hogwarts", "positive")], 1
+    ):
+        belief.update(_search(turn, loc, out))
+    again = BayesBelief.restore(CLASSIC, belief.snapshot())
+    assert again.models == belief.models
+    np.testing.assert_array_equal(again.marginals(), belief.marginals())
+
+
+# ---------------------------------------------------------------- the Voldemorts
+def test_registry_names() -> None:
+    for name, cls in (("mirror", MirrorVoldemort), ("ambush", AmbushVoldemort)):
+        brain = VOLDEMORT_BRAINS.create(name, CLASSIC)
+        assert isinstance(brain, cls) and brain.name == name and brain.spec == "planner"
+        spec = VOLDEMORT_BRAINS.create(f"{name}:planner:mixture", CLASSIC)
+        assert spec.name == f"{name}:planner:mixture"
+        assert isinstance(spec.copy, PlannerHarry) and spec.copy.mode == "mixture"
+        with pytest.raises(UnknownBrain, match=name):
+            VOLDEMORT_BRAINS.create(f"{name}:no-such-harry", CLASSIC)
+    assert VOLDEMORT_BRAINS.create("shadow", CLASSIC).shadow.mode == "mixture"
+
+
+def _view_at(seed: int, turns: int) -> tuple[object, object]:
+    """A game played `turns` Harry turns by the planner against the reference."""
+    state, _ = engine.new_game(CLASSIC, seed)
+    harry = HARRY_BRAINS.create("planner", CLASSIC)
+    vold = VOLDEMORT_BRAINS.create("reference", CLASSIC)
+    while state.turn <= turns and not state.over:
+        if state.phase == "harry":
+            state, _ = engine.apply(
+                state, harry.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+            )
+        elif state.turn == turns:
+            break
+        else:
+            move = vold.decide(voldemort_view(state), rng.stream(seed, "voldemort", state.turn))
+            state, _ = engine.apply(state, move)
+    return state, voldemort_view(state)
+
+
+def test_mirror_never_reads_harrys_random_stream() -> None:
+    """Harry's per-turn streams differ between seeds; the mirror gets the view and its own
+    stream only, so on the same view its prediction and move are the same whatever Harry's
+    stream: it predicts from a copy with its own stream."""
+    state, view = _view_at(3, 12)
+    assert state.phase == "voldemort"
+    harry_streams = {rng.stream(seed, "harry", 13).random() for seed in (1, 2)}
+    assert len(harry_streams) == 2  # Harry's streams do differ
+    outcomes = set()
+    for _seed in (1, 2):
+        mirror = MirrorVoldemort(CLASSIC)
+        move = mirror.decide(view, random.Random(99))
+        outcomes.add((move.model_dump_json(), tuple(mirror.predicted)))
+    assert len(outcomes) == 1
+    # its copy's stream comes from Voldemort's, not Harry's
+    mirror = MirrorVoldemort(CLASSIC)
+    mirror.decide(view, random.Random(99))
+    assert mirror.stream is not None
+    assert mirror.stream.random() != rng.stream(3, "harry", 13).random()
+
+
+def test_mirror_moves_the_horcrux_the_copy_attacks_to_its_least_likely_free_location() -> None:
+    # `aware-fixed` plays the deterministic rule: in the endgame it surely attacks its top
+    state, _ = engine.new_game(CLASSIC, 5)
+    harry = HARRY_BRAINS.create("planner:aware-fixed", CLASSIC)
+    mirror = MirrorVoldemort(CLASSIC, "planner:aware-fixed")
+    relocated = 0
+    while not state.over:
+        if state.phase == "harry":
+            move = harry.decide(harry_view(state), rng.stream(5, "harry", state.turn))
+            state, _ = engine.apply(state, move)
+        else:
+            view = voldemort_view(state)
+            vmove = mirror.decide(view, rng.stream(5, "voldemort", state.turn))
+            engine.check(state, vmove)
+            turn, predicted = mirror.predicted[-1]
+            copy = PlannerHarry(CLASSIC, "aware-fixed")
+            copy.sync(next_harry_view(view))
+            expect = plan(copy.belief, next_harry_view(view), copy.params)
+            assert turn == view.turn
+            assert predicted == (expect.move.location if isinstance(expect.move, Attack) else None)
+            if isinstance(vmove, Relocate):
+                relocated += 1
+                assert vmove.from_location == predicted
+                m = copy.belief.occupancy()
+                low = min(m[loc] for loc in view.free_locations())
+                assert m[vmove.to_location] <= low + 1e-9
+            state, _ = engine.apply(state, vmove)
+    assert relocated >= 1
+
+
+def test_ambush_moves_to_any_free_location_and_stays_legal() -> None:
+    for seed in range(3):
+        result = play_game(CLASSIC, seed, "planner:aware-fixed", "ambush")
+        assert result.turns >= 1  # every move was checked by the engine
+
+
+def test_next_harry_view_is_the_view_harry_gets() -> None:
+    state, view = _view_at(4, 9)
+    after, _ = engine.apply(state, VOLDEMORT_BRAINS.create("passive", CLASSIC).decide(view, None))  # type: ignore[arg-type]
+    assert next_harry_view(view) == harry_view(after)
+
+
+# ---------------------------------------------------------------- randomisation
+def test_randomisation_is_reproducible_from_the_seed_and_differs_across_streams() -> None:
+    belief = BayesBelief(CLASSIC, "aware")
+    state, _ = engine.new_game(CLASSIC, 0)
+    view = harry_view(state)
+    params = PlannerParams(near=1.0)  # every search is near-equal at the start
+    same = {plan(belief, view, params, random.Random(7)).move.model_dump_json() for _ in range(3)}
+    assert len(same) == 1
+    drawn = {
+        plan(belief, view, params, random.Random(seed)).move.model_dump_json() for seed in range(30)
+    }
+    assert len(drawn) > 3
+    # and without a stream the decision is the deterministic rule's
+    assert plan(belief, view, params).move == plan(belief, view, PlannerParams()).move
+    # whole games replay identically from their seed
+    a = play_game(CLASSIC, 11, "planner", "mirror")
+    b = play_game(CLASSIC, 11, "planner", "mirror")
+    assert (a.winner, a.turns, a.destroyed) == (b.winner, b.turns, b.destroyed)
+
+
+def test_hesitation_draws_from_the_private_stream() -> None:
+    belief = BayesBelief(TINY, "custom", models=(AdversaryModel("s", "static"),))
+    belief.update(_search(1, "a", "positive"))
+    belief.update(_search(2, "a", "positive"))  # P(a) = 16 / 19 > 0.5: the rule attacks
+    state, _ = engine.new_game(TINY, 0)
+    view = harry_view(state).model_copy(update={"turn": 3})
+    always = PlannerParams(thresholds=(0.5,))
+    assert isinstance(plan(belief, view, always, random.Random(0)).move, Attack)
+    halves = PlannerParams(thresholds=(0.5,), hesitate=0.5)
+    kinds = {type(plan(belief, view, halves, random.Random(s)).move) for s in range(20)}
+    assert kinds == {Attack, Search}
+
+
+def test_learned_models_join_the_aware_mixture_without_replacing_it() -> None:
+    learned = (
+        AdversaryModel("trigger", "trigger", trigger=1.0, plant=0.4, prior=0.7),
+        AdversaryModel("static", "static", plant=0.2, prior=0.3),
+    )
+    brain = PlannerHarry(CLASSIC)
+    before = brain.params
+    brain.adopt_models(learned)
+    names = [m.name for m in brain.belief.models]
+    assert names[: len(MODES_AWARE)] == [m.name for m in MODES_AWARE]
+    assert names[len(MODES_AWARE) :] == ["learned-trigger", "learned-static"]
+    joined = brain.belief.models[len(MODES_AWARE) :]
+    assert all(not m.level0 for m in joined)
+    share = sum(m.prior for m in joined) / sum(m.prior for m in brain.belief.models)
+    assert share == pytest.approx(0.3)
+    assert brain.params == before  # the randomised play stays
+    # the level-0 map is still the mixture planner's
+    record = _search(1, "hogwarts", "positive")
+    brain.belief.update(record)
+    mixture = BayesBelief(CLASSIC, "mixture")
+    mixture.update(record)
+    maps = brain.belief._maps()
+    assert maps is not None
+    np.testing.assert_allclose(maps["naive"], mixture.marginals(), atol=1e-9)
+    again = PlannerHarry.restore(CLASSIC, brain.snapshot())
+    assert again.belief.models == brain.belief.models
