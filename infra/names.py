@@ -93,6 +93,14 @@ API_ROUTES: Final = (
     ("GET", "/brains"),  # the AI brains per seat (the browser client's new-game form)
     # ECHO's operator routes (docs/ECHO.md)
     ("GET", "/memory/{agent}"),
+    ("GET", "/memory/{agent}/search"),
+    ("GET", "/memory/{agent}/export"),
+    ("GET", "/memory/{agent}/audit"),
+    ("GET", "/memory/{agent}/items/{item_id}"),
+    ("GET", "/memory/{agent}/items/{item_id}/history"),
+    ("DELETE", "/memory/{agent}/items/{item_id}"),
+    ("POST", "/memory/{agent}/items/{item_id}/{verdict}"),
+    ("POST", "/memory/{agent}/quarantine/{item_id}/{action}"),
     ("POST", "/memory/corrections"),
     ("DELETE", "/memory/{agent}"),
 )

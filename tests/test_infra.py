@@ -451,7 +451,10 @@ def test_the_routes_are_exactly_the_apps_routes(doc: Json) -> None:
     app_routes = {
         (method.upper(), _normalised(path))
         for method, path in re.findall(r'@(?:app|router)\.(get|post|delete)\(\s*"([^"]+)"', source)
+        # the memory routes' own decorator: @route("get", "/memory/<agent>", ...)
+        + re.findall(r'@route\(\s*"(get|post|delete)",\s*"([^"]+)"', source)
     }
+    assert ("POST", "/memory/{}/items/{}/{}") in app_routes  # the second pattern matched
     routes = {
         tuple(r["Properties"]["RouteKey"].split(" ", 1))
         for r in resources(doc, "AWS::ApiGatewayV2::Route").values()

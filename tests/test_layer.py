@@ -147,7 +147,7 @@ def test_the_core_layer_holds_the_horcrux_wheel_without_the_tools(
     assert not mismatch and not errors
     assert not [f for f in tools if (shipped / f).exists()], "a tool module in the layer"
     assert not build_layer.tool_paths(site)
-    for kept in ("py.typed", "echo/echo.yaml"):
+    for kept in ("py.typed", "echo/echo.toml"):
         assert (shipped / kept).exists()
     # installed from the wheel (pip's dist-info), and its RECORD names only what is there
     (info,) = site.glob("horcrux_hunt-*.dist-info")

@@ -120,6 +120,7 @@ ALLOWED = {
     "operator_token.py",  # its env fallback; the functions call it with their settings
     "evaluation/llm_experiment.py",  # a tool: sets each worker's model URL
     "local/model_server.py",  # a tool: the server's cache folder and port
+    "local/player.py",  # a tool: the terminal client's player key file (HORCRUX_PLAYER_FILE, XDG)
 }
 
 

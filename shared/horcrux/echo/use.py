@@ -13,11 +13,14 @@
 
 from __future__ import annotations
 
-from horcrux.belief.bayes import AdversaryModel
+from typing import TYPE_CHECKING
+
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.model import ADVERSARY_SUBJECTS, Belief, Correction, EchoMemory, Skill
 from horcrux.echo.recall import recall
-from horcrux.memory.context import clean_memory_line
+
+if TYPE_CHECKING:  # numpy comes with the belief map: imported where models are built
+    from horcrux.belief.bayes import AdversaryModel
 
 TRIGGER_FLOOR = 0.1
 DEFAULT_RATES = {"relocates": 0.8, "immediate": 0.8, "plant_top": 0.8}
@@ -40,6 +43,8 @@ def learned_rates(memory: EchoMemory) -> dict[str, float | None]:
 
 def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | None:
     """The learned adversary as Bayes models (None: nothing learned, keep the defaults)."""
+    from horcrux.belief.bayes import AdversaryModel
+
     if memory is None:
         return None
     rates = learned_rates(memory)
@@ -81,4 +86,6 @@ def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> 
             text += f" (p={r.item.confidence:.2f})"
         parts.append(text)
     line = f"vs {memory.opponent}: " + "; ".join(parts)
+    from horcrux.memory.context import clean_memory_line  # brings the belief map (numpy)
+
     return clean_memory_line(line[: cfg.memory_line_chars])
