@@ -253,9 +253,15 @@ def _window(samples: list[Sample]) -> dict[str, float]:
     return {"requests_per_s": len(samples) / span, "p50_ms": q[49], "p99_ms": q[98]}
 
 
-def soak(requests: int, concurrency: int, seed: int = 0, window: int = WINDOW) -> dict[str, Any]:
+def soak(
+    requests: int,
+    concurrency: int,
+    seed: int = 0,
+    window: int = WINDOW,
+    serve_args: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Run the soak; the report (`targets`: each acceptance target met or not)."""
-    with ServeProcess("--no-limits") as server:
+    with ServeProcess("--no-limits", *serve_args) as server:
         host, port = server.url.removeprefix("http://").split(":")
         serve_before, dynamo_before = server.rss()
         cpu_before = server.cpu()
@@ -352,10 +358,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--serve-args", default="", help="more `horcrux serve` flags, e.g. '--ai-workers 2'"
+    )
     args = parser.parse_args(argv)
     if args.requests < 2 * WINDOW:
         parser.error(f"--requests must be at least {2 * WINDOW} (two windows of {WINDOW})")
-    report = soak(args.requests, args.concurrency, args.seed)
+    report = soak(
+        args.requests, args.concurrency, args.seed, serve_args=tuple(args.serve_args.split())
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:
