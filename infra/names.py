@@ -89,6 +89,7 @@ API_ROUTES: Final = (
     ("POST", "/games/{id}/moves"),
     ("GET", "/games/{id}/events"),
     ("GET", "/games/{id}/replay"),
+    ("GET", "/games/{id}/belief"),
     ("GET", "/openapi.json"),
     ("GET", "/brains"),  # the AI brains per seat (the browser client's new-game form)
     # ECHO's operator routes (docs/ECHO.md)

@@ -156,7 +156,7 @@ def test_no_operation_answers_a_5xx_or_breaks_its_schema(
     game_id, token = _real_game(app)
     operations = [result.ok() for result in schema.get_all_operations()]
     # GET /brains is the 11th; the operator's memory routes (docs/ECHO.md) are 13 in all
-    assert len(operations) == 19, [op.label for op in operations]
+    assert len(operations) == 20, [op.label for op in operations]
     started = time.monotonic()
     tried: dict[str, int] = {}
     statuses: dict[int, int] = {}

@@ -15,6 +15,7 @@ against a real `horcrux serve` subprocess (embedded moto, AI turns in process).
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import re
@@ -32,6 +33,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Response, expect,
 
 from horcrux import engine
 from horcrux.local.client import ApiError, HorcruxClient
+from horcrux.local.harness import get_json
 from horcrux.rules import STANDARD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,6 +240,12 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
         if turn == 2:
             expect(page.get_by_test_id("destroyed")).to_contain_text("1 destroyed")
             page.get_by_test_id("belief-toggle").click()
+            # the overlay is the server's AI Harry on Harry's evidence (GET .../belief)
+            expect(page.get_by_test_id("belief-source")).to_contain_text("an AI Harry")
+            _, _, belief = get_json(f"{served.url}/games/{game_id}/belief")
+            for loc, p in belief["occupancy"].items():
+                tile = page.get_by_test_id(f"loc-{loc}").locator(".p")
+                expect(tile).to_have_text(f"{math.floor(p * 100 + 0.5)}%")  # JS Math.round
     expect(page.get_by_test_id("end")).to_contain_text("You won!")
     expect(page.get_by_test_id("end")).to_contain_text("every Horcrux destroyed")
     # each move's time from its click to its result painted (pushed on the next frame)

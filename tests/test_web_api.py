@@ -210,3 +210,58 @@ def test_write_site_writes_exactly_the_served_files(tmp_path: Any) -> None:
     assert {p.name for p in out.iterdir()} == set(site_files())
     for name, item in site_files().items():
         assert (out / name).read_bytes() == item.body
+
+
+# ---------------------------------------------------------------- the AI belief overlay
+def test_belief_is_the_default_planners_map_on_harrys_evidence_for_every_caller(
+    app: Any,
+) -> None:
+    resolver, _ = app
+    from horcrux.agents.base import DEFAULT_HARRY
+    from horcrux.rules import CLASSIC
+
+    body = {
+        "seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}},
+        "rules": "classic",
+        "seed": 11,
+    }
+    status, created = call(resolver, "POST", "/games", body=body)
+    assert status == 201
+    gid, harry = created["game_id"], created["token"]
+    _, joined = call(resolver, "POST", f"/games/{gid}/seats/voldemort")
+    status, before = call(resolver, "GET", f"/games/{gid}/belief", token=harry)
+    assert status == 200, before
+    assert before["brain"] == DEFAULT_HARRY and before["turn"] == 1
+    assert set(before["occupancy"]) == set(CLASSIC.locations)
+    # nothing seen yet: every location alike, 3 Horcruxes among 15
+    assert max(before["occupancy"].values()) - min(before["occupancy"].values()) < 1e-6
+    assert abs(sum(before["occupancy"].values()) - 3) < 1e-3
+    status, moved = call(
+        resolver,
+        "POST",
+        f"/games/{gid}/moves",
+        token=harry,
+        body={"type": "search", "location": "hogwarts"},
+    )
+    assert status == 200, moved
+    positive = moved["event"]["observations"][0]["outcome"] == "positive"
+    views = {
+        who: call(resolver, "GET", f"/games/{gid}/belief", token=token)[1]
+        for who, token in (("harry", harry), ("voldemort", joined["token"]), ("spectator", None))
+    }
+    # the same map for Harry, Voldemort and a spectator: a function of Harry's view alone
+    assert views["harry"] == views["voldemort"] == views["spectator"]
+    after = views["harry"]["occupancy"]
+    others = [p for loc, p in after.items() if loc != "hogwarts"]
+    assert (after["hogwarts"] > max(others)) if positive else (after["hogwarts"] < min(others))
+    # no truth in it: only these keys
+    assert set(views["spectator"]) == {
+        "game_id",
+        "version",
+        "turn",
+        "brain",
+        "entropy",
+        "occupancy",
+    }
+    assert call(resolver, "GET", "/games/nope/belief")[0] == 404
+    assert call(resolver, "GET", f"/games/{gid}/belief", token="wrong")[0] == 401

@@ -21,6 +21,7 @@ from horcrux.api.http import (
 )
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.schemas import (
+    BeliefResponse,
     CreatedResponse,
     CreateGameRequest,
     EventsResponse,
@@ -265,6 +266,16 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         authorization: Authorization = None,
     ) -> EventsResponse:
         return service.events(game_id, bearer(authorization), after=after, limit=limit)
+
+    @router.get(
+        "/games/<game_id>/belief",
+        summary="what an AI Harry believes on Harry's public evidence (any seat, spectators)",
+        responses={200: {"description": "the belief map"}, **ERRORS},
+        tags=["games"],
+        security=[{"bearer": []}, {}],
+    )
+    def belief(game_id: GameId, authorization: Authorization = None) -> BeliefResponse:
+        return service.belief(game_id, bearer(authorization))
 
     @router.get(
         "/games/<game_id>/replay",

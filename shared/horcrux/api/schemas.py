@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from horcrux.models import Ally, AnyAction, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.service.models import (
     MAX_SEED,
+    BeliefResponse,
     CreatedResponse,
     EventsResponse,
     GameResponse,
@@ -129,6 +130,7 @@ class CorrectionRequest(BaseModel):
 __all__ = [
     "AllyMove",
     "AttackMove",
+    "BeliefResponse",
     "CorrectionRequest",
     "CreateGameRequest",
     "CreatedResponse",

@@ -49,6 +49,7 @@ from horcrux.service.models import (
     DEFAULT_VOLDEMORT_BRAIN,
     EVENTS_PAGE_MAX,
     Authenticated,
+    BeliefResponse,
     CreatedResponse,
     EventsResponse,
     GameResponse,
@@ -124,6 +125,11 @@ class GameService:
         self, game_id: str, token: str | None, *, after: int = -1, limit: int = 50
     ) -> EventsResponse:
         return projection.events(self.store, game_id, token, after=after, limit=limit)
+
+    def belief(self, game_id: str, token: str | None) -> BeliefResponse:
+        """The default AI Harry's belief on Harry's public evidence (any seat, spectators)."""
+        auth = self.authenticate(game_id, token)
+        return projection.harry_belief(auth.snapshot)
 
     def replay(self, game_id: str) -> ReplayResponse:
         return projection.replay(self.store, game_id)

@@ -300,6 +300,21 @@ class BeliefPointResponse(ServiceResponse):
     top: list[BeliefTop]
 
 
+class BeliefResponse(ServiceResponse):
+    """`GET /games/{id}/belief`: the map an AI Harry (the default planner) holds on Harry's
+    public evidence now: a function of Harry's view alone, so it tells no one anything
+    Harry could not compute himself."""
+
+    game_id: str
+    version: int
+    turn: int
+    brain: str = Field(description="the Harry brain whose belief this is")
+    entropy: float = Field(description="bits")
+    occupancy: dict[str, float] = Field(
+        description="each location's probability of holding a real Horcrux"
+    )
+
+
 class ReplayResponse(ServiceResponse):
     game_id: str
     replay: dict[str, Any] = Field(description="horcrux.views.Replay: every event + the truth")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from horcrux import engine
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
@@ -22,6 +23,7 @@ from horcrux.service.models import (
     REPLAY_PAGE,
     Authenticated,
     BeliefPointResponse,
+    BeliefResponse,
     BeliefTop,
     EventsResponse,
     GameResponse,
@@ -109,6 +111,26 @@ def legal_moves(state: GameState, seat: Seat) -> Payload | None:
         "relocate_to": list(v.relocate_to),
         "decoy_at": list(v.decoy_at),
     }
+
+
+def harry_belief(snapshot: GameSnapshot) -> BeliefResponse:
+    """What the default AI Harry believes on Harry's public evidence (his view's history:
+    never the truth, the decoys or Voldemort's moves)."""
+    from horcrux.agents import HARRY_BRAINS
+    from horcrux.agents.base import DEFAULT_HARRY
+
+    view = harry_view(snapshot.state)
+    brain: Any = HARRY_BRAINS.create(DEFAULT_HARRY, view.rules)
+    brain.sync(view)
+    belief = brain.belief
+    return BeliefResponse(
+        game_id=snapshot.game_id,
+        version=snapshot.version,
+        turn=snapshot.state.turn,
+        brain=DEFAULT_HARRY,
+        entropy=round(float(belief.entropy()), 4),
+        occupancy={str(k): round(float(v), 4) for k, v in belief.occupancy().items()},
+    )
 
 
 def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:

@@ -738,6 +738,30 @@ function refreshSoon(screen) {
   screen.timer = setTimeout(() => refreshGame(screen, false), POLL_MS[0]);
 }
 
+// The overlay: what an AI Harry (the server's default planner) believes on Harry's public
+// evidence (`GET /games/{id}/belief`), fetched once per version of the game; until it
+// arrives (or if it cannot be had) the page's own estimate stands in, and says so.
+function aiBelief(screen) {
+  const g = screen.game;
+  const held = screen.aiBelief;
+  if (held && held.version === g.version) return held;
+  if (!screen.beliefLoading) {
+    screen.beliefLoading = true;
+    api("GET", `/games/${encodeURIComponent(screen.id)}/belief`, { token: screen.token })
+      .then((r) => {
+        screen.aiBelief = r.data;
+        if (current === screen && screen.showBelief) renderGame(screen);
+      })
+      .catch(() => {
+        screen.aiBelief = { version: g.version, occupancy: null };
+      })
+      .finally(() => {
+        screen.beliefLoading = false;
+      });
+  }
+  return null;
+}
+
 function renderBoard(screen, opts = {}) {
   const g = screen.game;
   const v = g.view;
@@ -745,7 +769,10 @@ function renderBoard(screen, opts = {}) {
   const tgt = new Set(targets(screen));
   const truthH = new Set(v.horcrux_locations || []);
   const truthD = new Set(v.decoy_locations || []);
-  const ev = evidence(v.rules, v.history, v.horcruxes_left);
+  const own = evidence(v.rules, v.history, v.horcruxes_left);
+  const ai = screen.showBelief && !opts.heat ? aiBelief(screen) : null;
+  const ev = ai && ai.occupancy ? { p: ai.occupancy } : own;
+  screen.beliefSource = ai && ai.occupancy ? "ai" : "own";
   const last = v.history.length ? v.history[v.history.length - 1] : null;
   const lastLocs = new Set(last ? last.observations.map((o) => o.location) : []);
   const chips = Object.fromEntries(locs.map((l) => [l, []]));
@@ -810,7 +837,15 @@ function harryPanel(screen) {
     ),
     h("p", { class: "muted" }, "Chips: turn and result: + positive, − negative, ⚔ an attack, ★ Dumbledore; H: Hermione's search."),
     toggle,
-    screen.showBelief ? h("p", { class: "muted" }, "Shading: each location's chance by Bayes on Harry's own evidence (independent locations). An AI Harry also expects Voldemort to move Horcruxes after a positive.") : null,
+    screen.showBelief
+      ? h(
+          "p",
+          { class: "muted", "data-testid": "belief-source" },
+          screen.beliefSource === "ai"
+            ? "Shading: what an AI Harry (the planner) believes on your evidence: each location's chance of a real Horcrux, with Voldemort's relocations and decoys priced in."
+            : "Shading: each location's chance by Bayes on Harry's own evidence (independent locations), until the AI Harry's map arrives.",
+        )
+      : null,
   );
 }
 
