@@ -145,7 +145,6 @@ def test_the_record_handler_emits_memory_evicted(monkeypatch: pytest.MonkeyPatch
         DynamoDBRecord,
     )
     from test_compaction import final_record
-    from test_compaction import stream_record as _unused  # noqa: F401
 
     store = MemoryStore()
     tight = replace(

@@ -70,10 +70,8 @@ class FakeLambdaContext:
         return max(0, int(left * 1000))
 
 
-def stream_record(request: TurnRequest, *, region: str = "local") -> dict[str, Any]:
-    """The DynamoDB stream record (NEW_IMAGE, as Lambda receives it) of the event item that
-    asks for `request`'s AI turn: the attributes the turn handler reads."""
-    keys = {"pk": {"S": f"GAME#{request.game_id}"}, "seq": {"N": str(request.seq)}}
+def _insert_record(keys: dict[str, Any], image: dict[str, Any], region: str) -> dict[str, Any]:
+    """A DynamoDB stream INSERT record (NEW_IMAGE, as Lambda receives it) of an event item."""
     return {
         "eventID": uuid.uuid4().hex,
         "eventName": "INSERT",
@@ -83,35 +81,27 @@ def stream_record(request: TurnRequest, *, region: str = "local") -> dict[str, A
         "dynamodb": {
             "ApproximateCreationDateTime": int(time.time()),
             "Keys": keys,
-            "NewImage": {**keys, "next_ai": {"S": request.seat}},
+            "NewImage": {**keys, **image},
             "SequenceNumber": str(time.time_ns()),
             "SizeBytes": 100,
             "StreamViewType": "NEW_IMAGE",
         },
         "eventSourceARN": "arn:aws:dynamodb:local:000000000000:table/horcrux-events/stream/local",
     }
+
+
+def stream_record(request: TurnRequest, *, region: str = "local") -> dict[str, Any]:
+    """The stream record of the event item that asks for `request`'s AI turn: the
+    attributes the turn handler reads."""
+    keys = {"pk": {"S": f"GAME#{request.game_id}"}, "seq": {"N": str(request.seq)}}
+    return _insert_record(keys, {"next_ai": {"S": request.seat}}, region)
 
 
 def final_record(game_id: str, seq: int, winner: str, *, region: str = "local") -> dict[str, Any]:
-    """The DynamoDB stream record (NEW_IMAGE) of a game's final event: what the compaction
-    Lambda's filter lets through (`winner` set on an INSERT)."""
+    """The stream record of a game's final event: what the compaction Lambda's filter lets
+    through (`winner` set on an INSERT)."""
     keys = {"pk": {"S": f"GAME#{game_id}"}, "seq": {"N": str(seq)}}
-    return {
-        "eventID": uuid.uuid4().hex,
-        "eventName": "INSERT",
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": region,
-        "dynamodb": {
-            "ApproximateCreationDateTime": int(time.time()),
-            "Keys": keys,
-            "NewImage": {**keys, "winner": {"S": winner}},
-            "SequenceNumber": str(time.time_ns()),
-            "SizeBytes": 100,
-            "StreamViewType": "NEW_IMAGE",
-        },
-        "eventSourceARN": "arn:aws:dynamodb:local:000000000000:table/horcrux-events/stream/local",
-    }
+    return _insert_record(keys, {"winner": {"S": winner}}, region)
 
 
 def _matches(value: Any, pattern: Any) -> bool:
