@@ -86,9 +86,9 @@ unit: venv
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
-# the browser tests' screenshots (lobby, both seats, the replay) and figures into docs/img/web
+# the browser tests' screenshots (lobby, both seats, the replays) and figures into docs/img/web
 .PHONY: screenshots
-screenshots: venv
+screenshots: venv model
 	HORCRUX_WEB_SHOTS=docs/img/web $(BIN)/pytest -q tests/test_web.py
 
 bench: venv model

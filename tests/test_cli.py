@@ -105,3 +105,14 @@ def test_wilson_interval() -> None:
     low, high = wilson(516, 2000)
     assert low == pytest.approx(0.2389, abs=1e-3) and high == pytest.approx(0.2778, abs=1e-3)
     assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == pytest.approx(1.0)
+
+
+def test_serve_runs_the_documented_number_of_ai_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from horcrux.local import server
+    from horcrux.local.ai_turns import WORKERS
+
+    seen: list[object] = []
+    monkeypatch.setattr(server, "serve", lambda host, port, **kw: seen.append(kw["options"]) or 0)
+    assert main(["serve"]) == 0 and main(["serve", "--ai-workers", "3"]) == 0
+    assert [o.ai_workers for o in seen] == [WORKERS, 3]  # type: ignore[attr-defined]
+    assert WORKERS == 2  # the README's and the soak's figure

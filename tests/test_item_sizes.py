@@ -27,6 +27,7 @@ from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.agents.planner import PlannerHarry
 from horcrux.belief.bayes import MODES
+from horcrux.decisions import DecisionNote
 from horcrux.models import (
     Ally,
     AnyAction,
@@ -308,16 +309,20 @@ class SizedStore(MemoryStore):
         self.sizes: list[tuple[int, str, int, int]] = []
 
     def commit_turn(
-        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+        self,
+        expected_version: int,
+        snapshot: GameSnapshot,
+        event: TurnEvent,
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
-        stored = super().commit_turn(expected_version, snapshot, event)
+        stored = super().commit_turn(expected_version, snapshot, event, decision)
         seat = "harry" if isinstance(event, HarryMoved) else "voldemort"
         self.sizes.append(
             (
                 event.turn,
                 seat,
                 capacity.item_size(mapping.encode_snapshot(snapshot)),
-                capacity.item_size(mapping.encode_turn_event(snapshot, event)),
+                capacity.item_size(mapping.encode_turn_event(snapshot, event, decision)),
             )
         )
         return stored

@@ -13,6 +13,7 @@ from api_fixtures import leaks
 from horcrux import sim
 from horcrux.agents import HARRY_BRAINS
 from horcrux.api.turns import turn_request
+from horcrux.decisions import DecisionNote
 from horcrux.errors import GameOver, NotYourTurn, UnknownBrain, UnknownLocation
 from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
@@ -312,12 +313,16 @@ def test_a_turn_that_loses_the_race_does_nothing(store: MemoryStore) -> None:
             return getattr(self.inner, name)
 
         def commit_turn(
-            self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+            self,
+            expected_version: int,
+            snapshot: GameSnapshot,
+            event: TurnEvent,
+            decision: DecisionNote | None = None,
         ) -> GameSnapshot:
             if not self.raced:
                 self.raced = True
-                self.inner.commit_turn(expected_version, snapshot, event)
-            return self.inner.commit_turn(expected_version, snapshot, event)
+                self.inner.commit_turn(expected_version, snapshot, event, decision)
+            return self.inner.commit_turn(expected_version, snapshot, event, decision)
 
     racing: GameStore = Racing(store)  # type: ignore[assignment]
     service = GameService(racing)
@@ -418,3 +423,45 @@ def test_memory_is_read_only_from_a_scope_store(store: MemoryStore) -> None:
     created = service.create_game(ai("planner"), ai(), rules="classic", seed=23)
     first = service.play_ai_turn(created["game_id"], "harry", 0)
     assert first.status == "played" and first.memory is None
+
+
+# ---------------------------------------------------------------- decision notes
+def test_every_ai_move_keeps_its_decision_note_and_only_the_replay_shows_them(
+    store: MemoryStore,
+) -> None:
+    from horcrux.agents.candidates import move_label
+    from horcrux.models import HarryMoved, VoldemortMoved
+
+    service = GameService(store)
+    created = service.create_game(ai("planner"), ai("reference"), rules="classic", seed=11)
+    gid = created["game_id"]
+    service.dispatch(gid)
+    moves = [e for e in store.events(gid).events if isinstance(e, HarryMoved | VoldemortMoved)]
+    notes = service.replay(gid).model_dump(mode="json")["decisions"]
+    assert len(notes) == len(moves) > 2  # one per AI move, in order
+    for note, event in zip(notes, moves, strict=True):
+        seat = "harry" if isinstance(event, HarryMoved) else "voldemort"
+        assert (note["seat"], note["turn"]) == (seat, event.turn)
+        assert note["move"] == move_label(event.action)  # type: ignore[arg-type]
+        assert note["tier"] == "zero" and note["context"] is None
+        assert note["brain"] == ("planner" if seat == "harry" else "reference")
+        assert note["source"] == ("planner" if seat == "harry" else "rule")
+    assert all(n["latency_ms"] > 0 for n in notes if n["seat"] == "harry")
+    # never in the events route, for anyone, while or after the game runs
+    public = service.events(gid, None).model_dump_json()
+    assert '"tier"' not in public and '"brain"' not in public and '"latency_ms"' not in public
+
+
+def test_a_person_s_move_keeps_no_decision_note(store: MemoryStore) -> None:
+    service = GameService(store)
+    created = service.create_game(HUMAN, ai("reference"), rules="classic", seed=4)
+    gid, token = created["game_id"], created["token"]
+    for _ in range(CLASSIC.attacks):
+        snap = store.load(gid)
+        if snap.state.over:
+            break
+        service.move(gid, token, Attack(location="the-burrow"))
+        service.dispatch(gid)
+    assert store.load(gid).state.over
+    notes = service.replay(gid).model_dump(mode="json")["decisions"]
+    assert notes and {n["seat"] for n in notes} == {"voldemort"}

@@ -117,6 +117,35 @@ def test_create_then_load_round_trips_the_snapshot(store: Any) -> None:
     assert store.events("g1").events[0].type == "game_started"
 
 
+def test_an_ai_move_s_decision_note_round_trips_on_its_event_and_is_cut_never_lost(
+    store: Any,
+) -> None:
+    from horcrux.decisions import NOTE_TEXT_MAX, DecisionRecord, DecisionTrace, decision_note
+
+    snap = make_game(store)
+    state, event = engine.apply(snap.state, Search(location="hogwarts"))
+    trace = DecisionTrace(
+        system="s", prompt="Turn 1/50.\n" + "x" * NOTE_TEXT_MAX, reply="search Hogwarts",
+        offered=("search Hogwarts", "attack Azkaban"), llm_move="search Hogwarts",
+        played="search Hogwarts", planner_move="search Azkaban",
+    )  # fmt: skip
+    record = DecisionRecord(
+        turn=1, tier="compressed", source="llm", tokens_in=212, tokens_out=9,
+        latency_ms=412.5, trace=trace,
+    )  # fmt: skip
+    note = decision_note("harry", "llm:local", 1, "search Hogwarts", record)
+    assert note.cut == ("context",) and note.context == trace.prompt[:NOTE_TEXT_MAX]
+    assert note.reply == "search Hogwarts" and note.planner_move == "search Azkaban"
+    after = snap.advanced(state)
+    store.commit_turn(0, after, event, note)
+    page = store.events("g1")
+    assert page.decisions == (note,)
+    assert [e.seq for e in page.events] == [0, 1]
+    assert store.load("g1") == after  # the snapshot carries no note
+    later = store.events("g1", after=1)
+    assert later.decisions == () and later.events == []
+
+
 def test_snapshot_round_trips_beliefs_and_history(store: Any) -> None:
     snap = make_game(store)
     state, event = engine.apply(snap.state, Search(location="hogwarts"))

@@ -9,7 +9,9 @@ against a real `horcrux serve` subprocess (embedded moto, AI turns in process).
    message, nothing written;
 4. screenshots of the lobby, both seats and the replay, and the figures (first-load bytes,
    move click to result shown) in figures.json, in build/web-shots/ (`make screenshots`:
-   docs/img/web/).
+   docs/img/web/);
+5. the real local model plays Harry through `serve`, a spectator follows it to the end, and
+   the replay shows each of its decisions: the gate tier, the context it saw, its reply.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +87,19 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
+    with serving(_env()) as running:
+        yield running
+
+
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[Served]:
+    """A real `horcrux serve` subprocess on a free port, healthy, stopped cleanly after."""
     process = subprocess.Popen(
         [sys.executable, "-m", "horcrux.cli", "serve", "--port", "0", "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_env(),
+        env=env,
     )
     lines: queue.Queue[str] = queue.Queue()
 
@@ -272,7 +282,16 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
     page.keyboard.press("End")
     expect(page.get_by_test_id("entropy-chart").locator("polyline")).to_have_count(1)
     expect(page.get_by_test_id("replay")).to_contain_text("Every Voldemort move")
+    # the AI seat's decision behind each step (the replay's notes); a person has none
+    expect(page.get_by_test_id("decision-none")).to_contain_text("Harry is a person here")
+    voldemort_turns = game["turn"] - 1  # the AI moved after each of Harry's turns but the last
+    expect(page.get_by_test_id("decision-tally")).to_have_text(
+        f"{voldemort_turns} AI decisions: Voldemort at tier zero ×{voldemort_turns}."
+    )
     page.keyboard.press("ArrowLeft")
+    facts = page.get_by_test_id("decision-facts")
+    expect(facts).to_contain_text("reference")
+    expect(facts).to_contain_text("its rule (no model call)")
     page.keyboard.press("ArrowLeft")
     _shot(page, "replay")
     # the browser keeps one player key (the API's, from the first create): the next game is
@@ -495,3 +514,59 @@ def test_a_stale_page_plays_nothing_after_the_game_moved_on(
     assert [e["type"] for e in _events(served, game_id, token)].count("harry_moved") == 1
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 5. a model's decisions
+@pytest.mark.model
+def test_a_spectator_watches_the_model_play_and_the_replay_shows_what_it_saw(
+    browser: Browser,
+) -> None:
+    """The real local model (llama.cpp's server, SmolLM2) plays Harry through `horcrux
+    serve`; a spectator follows the game to its end, then the replay shows, for each of the
+    model's moves, its gate tier, the context the model saw and what it replied."""
+    from horcrux.local.model_server import running_model_server
+
+    with running_model_server(port=0, threads=1) as model:
+        env = _env()
+        env["HORCRUX_LOCAL_MODEL_URL"] = model.base_url
+        env.pop("ANTHROPIC_API_KEY", None)
+        with serving(env) as server:
+            created = server.client.create_game(
+                {"kind": "ai", "brain": "llm:local"},
+                {"kind": "ai", "brain": "reference"},
+                rules="classic",
+                seed=SEED,
+            )
+            game_id = created["game_id"]
+            errors: list[str] = []
+            context = _context(browser)
+            page = _page(context, errors)
+            page.goto(f"{server.url}/#/game/{game_id}")
+            expect(page.get_by_test_id("spectator")).to_be_visible()
+            expect(page.get_by_test_id("end")).to_be_visible(timeout=600_000)
+            _, _, replay = get_json(f"{server.url}/games/{game_id}/replay")
+            page.get_by_test_id("open-replay").click()
+            expect(page.get_by_test_id("replay")).to_be_visible()
+            page.get_by_test_id("replay-slider").focus()
+            page.keyboard.press("Home")
+            page.keyboard.press("ArrowRight")  # step 1: the model's first move
+            expect(page.get_by_test_id("replay-step")).to_contain_text("Step 1 /")
+            first = replay["decisions"][0]
+            assert (first["seat"], first["turn"], first["brain"]) == ("harry", 1, "llm:local")
+            assert first["tier"] != "zero" and first["context"].startswith("Turn 1/")
+            facts = page.get_by_test_id("decision-facts")
+            expect(facts).to_contain_text("llm:local")
+            expect(facts).to_contain_text(first["move"])
+            expect(page.get_by_test_id("decision-context")).to_have_text(first["context"])
+            reply = page.get_by_test_id("decision-reply")
+            expect(reply).to_have_text(first["reply"] or "(nothing)")
+            harry = [d for d in replay["decisions"] if d["seat"] == "harry"]
+            by_model = [d for d in harry if d["source"] == "llm"]
+            assert len(by_model) >= 0.8 * len(harry)  # the model played, not the fallback
+            assert all(d["context"] and d["tokens_in"] > 0 for d in by_model)
+            expect(page.get_by_test_id("decision-tally")).to_contain_text(
+                f"Harry at tier {first['tier']} (llm) ×"
+            )
+            _shot(page, "replay-model")
+            assert errors == []
+            context.close()

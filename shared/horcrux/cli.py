@@ -186,6 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from horcrux.extras import require_extra
 
     require_extra("local", "serve")
+    from horcrux.local.ai_turns import WORKERS
     from horcrux.local.server import ServerOptions, serve
     from horcrux.local.wsgi import Rate
 
@@ -194,7 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     options = ServerOptions(
         threads=args.threads,
-        ai_workers=args.ai_workers,
+        ai_workers=WORKERS if args.ai_workers is None else args.ai_workers,
         channel_timeout_s=args.channel_timeout,
         play_rate=rate(args.rate),
         create_rate=rate(args.create_rate),
@@ -475,7 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one)")
     srv.add_argument("--quiet", action="store_true", help="no line per request on stderr")
     srv.add_argument("--threads", type=_positive, default=8, help="request threads (default 8)")
-    srv.add_argument("--ai-workers", type=_positive, default=4, help="AI-turn workers (default 4)")
+    srv.add_argument(
+        "--ai-workers",
+        type=_positive,
+        default=None,
+        help="AI-turn workers (default 2: horcrux.local.ai_turns.WORKERS)",
+    )
     srv.add_argument(
         "--channel-timeout",
         type=_positive,

@@ -88,3 +88,80 @@ def format_trace(record: DecisionRecord) -> str:
     lines.append(f"      model said: {trace.reply or '(nothing)'}")
     lines.append(f"      played {trace.played}; the planner: {trace.planner_move or '-'}")
     return "\n".join(lines)
+
+
+NOTE_TEXT_MAX = 4000
+"""The longest `context` or `reply` a `DecisionNote` keeps (characters); a longer one is cut
+to it and named in `cut`, never dropped silently."""
+
+
+class DecisionNote(BaseModel):
+    """One AI seat's decision as the log keeps it and the replay shows it (after the end).
+
+    `tier` is the gate's (`zero`: no model call); `source` who chose the move (`planner`,
+    `llm`, `fallback`, `heuristic`, `explore`, or `rule` for a brain that keeps no decision
+    records: the rule-based Voldemorts); `move` the move played, as a label (`attack
+    Hogwarts`). For a model call: `context` is exactly the prompt the model saw (the brain's
+    system prompt is fixed and not repeated per turn), `offered` the candidate moves, `reply`
+    what the model wrote, `llm_move` the move parsed from it, `planner_move` what the
+    planner would have played; `cut` names the fields cut to `NOTE_TEXT_MAX`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    seat: Literal["harry", "voldemort"]
+    turn: int
+    brain: str
+    tier: Tier = "zero"
+    source: Literal["planner", "llm", "fallback", "heuristic", "explore", "rule"] = "rule"
+    move: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    fallback_reason: FallbackReason | None = None
+    context: str | None = None
+    offered: tuple[str, ...] = ()
+    reply: str | None = None
+    llm_move: str | None = None
+    planner_move: str | None = None
+    cut: tuple[str, ...] = ()
+
+
+def decision_note(
+    seat: Literal["harry", "voldemort"],
+    brain: str,
+    turn: int,
+    move: str,
+    record: DecisionRecord | None,
+) -> DecisionNote:
+    """The note of one AI move: from the brain's record of this turn (None: a brain that
+    keeps none), texts cut to `NOTE_TEXT_MAX`."""
+    if record is None:
+        return DecisionNote(seat=seat, turn=turn, brain=brain, move=move)
+    trace = record.trace
+    cut: list[str] = []
+
+    def bounded(name: str, text: str | None) -> str | None:
+        if text is None or len(text) <= NOTE_TEXT_MAX:
+            return text
+        cut.append(name)
+        return text[:NOTE_TEXT_MAX]
+
+    return DecisionNote(
+        seat=seat,
+        turn=turn,
+        brain=brain,
+        tier=record.tier,
+        source=record.source,
+        move=move,
+        tokens_in=record.tokens_in,
+        tokens_out=record.tokens_out,
+        latency_ms=round(record.latency_ms, 3),
+        fallback_reason=record.fallback_reason,
+        context=bounded("context", trace.prompt) if trace else None,
+        offered=trace.offered if trace else (),
+        reply=bounded("reply", trace.reply) if trace else None,
+        llm_move=trace.llm_move if trace else None,
+        planner_move=trace.planner_move if trace else None,
+        cut=tuple(cut),
+    )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.decisions import DecisionNote, DecisionRecord, decision_note
 from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
@@ -227,6 +228,32 @@ def decide(brain: Any, state: GameState, seat: Seat) -> AnyAction:
     return move
 
 
+def note_of(brain: Any, seat: Seat, spec: str, turn: int, move: AnyAction) -> DecisionNote:
+    """The decision note of the AI move `move` (kept on its event, shown in the replay): the
+    brain's record of this turn if it keeps records (`decisions`), its move otherwise."""
+    from horcrux.agents.candidates import move_label
+
+    records = getattr(brain, "decisions", None)
+    record = None
+    if isinstance(records, list) and records and isinstance(records[-1], DecisionRecord):
+        record = records[-1] if records[-1].turn == turn else None
+    return decision_note(seat, spec, turn, move_label(move), record)
+
+
+def refused(note: DecisionNote, played: AnyAction) -> DecisionNote:
+    """The note of a move the engine refused, replaced by `fallback_move`'s `played`."""
+    from horcrux.agents.candidates import move_label
+
+    return note.model_copy(
+        update={
+            "source": "fallback",
+            "fallback_reason": "illegal",
+            "llm_move": note.llm_move if note.source == "llm" else None,
+            "move": move_label(played),
+        }
+    )
+
+
 def fallback_move(state: GameState, seat: Seat) -> AnyAction:
     """What a seat plays when its brain chose an illegal move (a buggy brain)."""
     if seat == "voldemort":
@@ -279,12 +306,14 @@ def play_ai_turn(
         brain_settings["deadline_s"] = deadline_s
     made = make_brain(store, snapshot, seat, settings=brain_settings, counts=counts)
     move = decide(made.brain, state, seat)
+    note = note_of(made.brain, seat, snapshot.seats[seat].brain or "", state.turn, move)
     try:
         new_state, event = engine.apply(state, move)
     except IllegalAction as exc:  # a buggy brain must not stall the game
         log.error("the %s brain %s chose an illegal move: %s", seat, made.brain, exc)
         move = fallback_move(state, seat)
         new_state, event = engine.apply(state, move)
+        note = refused(note, move)
     beliefs, point = belief_of(made.brain, seat, state.turn)
     if made.pin is not None and ECHO_KEY not in snapshot.beliefs:
         beliefs[ECHO_KEY] = made.pin
@@ -293,7 +322,7 @@ def play_ai_turn(
         kept = {k: v for k, v in after.beliefs.items() if k != seat}
         after = after.model_copy(update={"beliefs": kept})
     try:
-        store.commit_turn(snapshot.version, after, event)
+        store.commit_turn(snapshot.version, after, event, note)
     except Conflict as exc:
         if exc.reason == "busy":
             raise  # a transaction was in flight: let the stream retry, it will skip
@@ -327,6 +356,7 @@ __all__ = [
     "fallback_move",
     "make_brain",
     "memory_planner",
+    "note_of",
     "pending_ai",
     "play_ai_turn",
     "read_memory",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from horcrux.agents.base import DEFAULT_HARRY
+from horcrux.decisions import DecisionNote
 from horcrux.models import Seat
 from horcrux.store.port import GameSnapshot
 
@@ -320,6 +321,12 @@ class ReplayResponse(ServiceResponse):
     replay: dict[str, Any] = Field(description="horcrux.views.Replay: every event + the truth")
     belief_history: list[BeliefPointResponse] = Field(
         description="AI Harry's belief per turn: entropy (bits) and the top-3 locations"
+    )
+    decisions: list[DecisionNote] = Field(
+        default_factory=list,
+        description="every AI seat's decision, in order: its gate tier, who chose (planner, "
+        "llm, fallback, rule), the move, and for a model call the context the model saw, "
+        "its reply, tokens and latency",
     )
 
 

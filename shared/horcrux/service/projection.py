@@ -38,7 +38,7 @@ from horcrux.store.port import (
     GameStore,
     hash_token,
     merge_history,
-    read_log,
+    read_whole_log,
 )
 from horcrux.views import build_replay, harry_view, view_for, voldemort_view
 
@@ -189,11 +189,11 @@ def replay(store: GameStore, game_id: str) -> ReplayResponse:
             f"game {game_id} is still running (turn {snapshot.turn}); "
             "the replay is released after the end"
         )
-    logged_events, logged = read_log(store, game_id, page=REPLAY_PAGE)
-    history = merge_history(snapshot.belief_history, logged)
+    log = read_whole_log(store, game_id, page=REPLAY_PAGE)
+    history = merge_history(snapshot.belief_history, log.belief_history)
     return ReplayResponse(
         game_id=game_id,
-        replay=build_replay(logged_events).model_dump(mode="json"),
+        replay=build_replay(log.events).model_dump(mode="json"),
         belief_history=[
             BeliefPointResponse(
                 turn=p.turn,
@@ -202,6 +202,7 @@ def replay(store: GameStore, game_id: str) -> ReplayResponse:
             )
             for p in history
         ],
+        decisions=list(log.decisions),
     )
 
 

@@ -4,6 +4,7 @@ conflict. No I/O here (boto3 stays in `horcrux.store.dynamodb`)."""
 
 from __future__ import annotations
 
+from horcrux.decisions import DecisionNote
 from horcrux.store import capacity, mapping, results, wire
 from horcrux.store.capacity import Item
 from horcrux.store.port import (
@@ -42,9 +43,11 @@ def checked_sizes(*items: Item) -> tuple[int, ...]:
     return sizes
 
 
-def turn_items(snapshot: GameSnapshot, event: AnyEvent) -> tuple[Item, Item]:
+def turn_items(
+    snapshot: GameSnapshot, event: AnyEvent, decision: DecisionNote | None = None
+) -> tuple[Item, Item]:
     """The snapshot item and the event item one turn (or a game's start) writes."""
-    return mapping.encode_snapshot(snapshot), mapping.encode_turn_event(snapshot, event)
+    return mapping.encode_snapshot(snapshot), mapping.encode_turn_event(snapshot, event, decision)
 
 
 def result_item(summary: GameSummary, belief_history: tuple[BeliefPoint, ...]) -> Item:
@@ -72,6 +75,7 @@ def event_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -
         events=[mapping.decode_event(i) for i in live],
         next_after=next_after,
         belief_history=mapping.decode_event_points(live),
+        decisions=mapping.decode_event_decisions(live),
     )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from horcrux.decisions import DecisionNote
 from horcrux.models import GameStarted, Seat
 from horcrux.store import capacity, common, mapping, results
 from horcrux.store.capacity import Item
@@ -289,10 +290,11 @@ class DynamoDbStore:
         event: AnyEvent,
         snapshot_put: Callable[[Item], dict[str, Any]],
         cancelled: Callable[[list[dict[str, Any]]], NoReturn],
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
         """One TransactWriteItems: the event if its seq is new, and the snapshot as
         `snapshot_put` puts it; `cancelled` raises for a cancelled transaction."""
-        snap_item, event_item = common.turn_items(snapshot, event)
+        snap_item, event_item = common.turn_items(snapshot, event, decision)
         sizes = checked_sizes(event_item, snap_item)
         items = [
             {"Put": _put_new(self.settings.events_table, event_item)},
@@ -331,7 +333,11 @@ class DynamoDbStore:
         return found
 
     def commit_turn(
-        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+        self,
+        expected_version: int,
+        snapshot: GameSnapshot,
+        event: TurnEvent,
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
 
@@ -341,7 +347,7 @@ class DynamoDbStore:
         def put(item: Item) -> dict[str, Any]:
             return self._snapshot_put(item, expected_version)
 
-        return self._write_turn(snapshot, event, put, conflict)
+        return self._write_turn(snapshot, event, put, conflict, decision)
 
     def _raise_commit_conflict(
         self, game_id: str, expected: int, seq: int, reasons: list[dict[str, Any]]

@@ -15,13 +15,16 @@ Event item (events table, pk `GAME#<id>`, sk `seq` number): `type`, `turn`, `bod
 event's JSON), `ttl`, `winner` on the event that ends the game, `next_ai` (`harry` |
 `voldemort`) on an event after which an AI seat must act (both are stream filter keys: the
 compaction Lambda filters on `winner`, the AI-turn Lambdas on `next_ai`), and `bpt` on a
-Harry move an AI Harry made with a belief: the belief point it acted on. The belief
+Harry move an AI Harry made with a belief: the belief point it acted on; `dec` on an AI
+seat's move: its decision note (`wire.encode_decision`: tier, the context its model saw, the
+move), released with the replay only. The belief
 history lives in the log, one point per event, so no item grows with the game's length
 beyond the state's few bytes per turn (docs/STORE.md, "Item sizes").
 """
 
 from __future__ import annotations
 
+from horcrux.decisions import DecisionNote
 from horcrux.models import Seat
 from horcrux.store.capacity import Item
 from horcrux.store.port import (
@@ -35,9 +38,11 @@ from horcrux.store.port import (
     SeatInfo,
 )
 from horcrux.store.wire import (
+    decode_decision,
     decode_history,
     decode_point,
     decode_state,
+    encode_decision,
     encode_point,
     encode_state,
 )
@@ -193,9 +198,11 @@ def encode_event(
     expires_at: int,
     next_ai: Seat | None = None,
     point: BeliefPoint | None = None,
+    decision: DecisionNote | None = None,
 ) -> Item:
     """The event item; `next_ai` marks an event after which that AI seat must act, `point`
-    is the belief Harry acted on in this event (`bpt`, binary)."""
+    is the belief Harry acted on in this event (`bpt`, binary), `decision` the AI seat's
+    decision note (`dec`, binary)."""
     item: Item = {
         "pk": {"S": game_pk(game_id)},
         "seq": _n(event.seq),
@@ -211,17 +218,23 @@ def encode_event(
         item["next_ai"] = {"S": next_ai}
     if point is not None:
         item["bpt"] = {"B": encode_point(point)}
+    if decision is not None:
+        item["dec"] = {"B": encode_decision(decision)}
     return item
 
 
-def encode_turn_event(snapshot: GameSnapshot, event: AnyEvent) -> Item:
-    """The item of the event that leads to `snapshot` (a turn's, or `game_started`)."""
+def encode_turn_event(
+    snapshot: GameSnapshot, event: AnyEvent, decision: DecisionNote | None = None
+) -> Item:
+    """The item of the event that leads to `snapshot` (a turn's, or `game_started`), with
+    the AI seat's decision note if it has one."""
     return encode_event(
         snapshot.game_id,
         event,
         snapshot.expires_at,
         next_ai(snapshot),
         event_point(snapshot, event),
+        decision,
     )
 
 
@@ -238,6 +251,11 @@ def decode_event_point(item: Item) -> BeliefPoint | None:
 def decode_event_points(items: list[Item]) -> tuple[BeliefPoint, ...]:
     """The belief points a page of event items carries, in order."""
     return tuple(decode_point(bytes(i["bpt"]["B"])) for i in items if "bpt" in i)
+
+
+def decode_event_decisions(items: list[Item]) -> tuple[DecisionNote, ...]:
+    """The decision notes a page of event items carries, in order."""
+    return tuple(decode_decision(bytes(i["dec"]["B"])) for i in items if "dec" in i)
 
 
 def ttl_of(item: Item) -> int | None:

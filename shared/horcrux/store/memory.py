@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from horcrux.decisions import DecisionNote
 from horcrux.models import GameStarted, Seat
 from horcrux.store import common, mapping, results
 from horcrux.store.capacity import Item
@@ -62,10 +63,11 @@ class MemoryStore:
         snapshot: GameSnapshot,
         event: AnyEvent,
         check: Callable[[Item | None, bool], None],
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
         """One "TransactWriteItems": the event and the snapshot, once `check` (given the
         stored snapshot item and whether the event exists) has not raised."""
-        snap_item, event_item = common.turn_items(snapshot, event)
+        snap_item, event_item = common.turn_items(snapshot, event, decision)
         common.checked_sizes(snap_item, event_item)
         pk = mapping.game_pk(snapshot.game_id)
         with self._lock:
@@ -98,7 +100,11 @@ class MemoryStore:
         return found
 
     def commit_turn(
-        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+        self,
+        expected_version: int,
+        snapshot: GameSnapshot,
+        event: TurnEvent,
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
 
@@ -115,7 +121,7 @@ class MemoryStore:
                     current=current,
                 )
 
-        return self._write_turn(snapshot, event, unmoved)
+        return self._write_turn(snapshot, event, unmoved, decision)
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
+from horcrux.decisions import DecisionNote
 from horcrux.errors import HorcruxError
 from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
 from horcrux.store.results import RESULTS_MAX, GameSummary, Item, RecentResults
@@ -251,6 +252,10 @@ class EventPage(_Frozen):
     events: list[AnyEvent]
     next_after: int | None
     belief_history: tuple[BeliefPoint, ...] = ()
+    decisions: tuple[DecisionNote, ...] = ()
+    """The decision notes the page's events carry (one per AI seat's move: its tier, the
+    context its model saw, its move), in order: secret while the game runs (a Voldemort's
+    note reads the truth); the service releases them with the replay only."""
 
 
 class LobbyEntry(_Frozen):
@@ -284,11 +289,16 @@ class GameStore(Protocol):
         ...
 
     def commit_turn(
-        self, expected_version: int, snapshot: GameSnapshot, event: TurnEvent
+        self,
+        expected_version: int,
+        snapshot: GameSnapshot,
+        event: TurnEvent,
+        decision: DecisionNote | None = None,
     ) -> GameSnapshot:
         """One transaction: put the event (if its seq is new) and the snapshot (if the
         stored version is still `expected_version`). `snapshot.version` must be
-        `expected_version + 1` and `event.seq` must be `snapshot.state.seq`.
+        `expected_version + 1` and `event.seq` must be `snapshot.state.seq`. `decision`
+        (an AI seat's move) is kept on the event's item (`EventPage.decisions`).
 
         Conflict(`version` | `duplicate_event` | `busy`) carrying the current snapshot;
         nothing is written then."""
@@ -465,15 +475,29 @@ def read_log(
 ) -> tuple[list[AnyEvent], tuple[BeliefPoint, ...]]:
     """A game's whole log and the belief history its events carry (one Query per `page`
     events)."""
+    whole = read_whole_log(store, game_id, page=page)
+    return whole.events, whole.belief_history
+
+
+def read_whole_log(store: GameStore, game_id: str, *, page: int = 1000) -> EventPage:
+    """A game's whole log as one page: its events, the belief history and the decision
+    notes they carry (one Query per `page` events)."""
     events: list[AnyEvent] = []
     points: list[BeliefPoint] = []
+    notes: list[DecisionNote] = []
     after = -1
     while True:
         got = store.events(game_id, after=after, limit=page)
         events.extend(got.events)
         points.extend(got.belief_history)
+        notes.extend(got.decisions)
         if got.next_after is None:
-            return events, tuple(points)
+            return EventPage(
+                events=events,
+                next_after=None,
+                belief_history=tuple(points),
+                decisions=tuple(notes),
+            )
         after = got.next_after
 
 

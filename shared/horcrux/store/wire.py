@@ -17,7 +17,8 @@ append-only, and tests/test_item_sizes.py checks that they cover every action ty
 every literal field of `horcrux.models` a state can hold.
 
 `bpt` (a belief point, `POINT_FORMATS`): 0x01, 8-20 bytes. `bhist` (a whole belief
-history, the end-of-game record's): zlib'd compact JSON.
+history, the end-of-game record's): zlib'd compact JSON. `dec` (an AI seat's decision note
+on its event, `DECISION_FORMATS`): 0x01 then zlib'd compact JSON.
 
 No I/O and no item layout here (that is `horcrux.store.mapping`).
 """
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from horcrux.decisions import DecisionNote
 from horcrux.models import Ally, Attack, GameState, HarryRecord, Observation, Search
 from horcrux.rules import ALLY_NAMES, LOCATIONS, PRESETS, AllyName, RuleSet
 from horcrux.store.port import BeliefPoint
@@ -447,3 +449,31 @@ def decode_history(blob: bytes) -> tuple[BeliefPoint, ...]:
     return tuple(
         BeliefPoint(turn=t, entropy=e, top=tuple((loc, p) for loc, p in top)) for t, e, top in rows
     )
+
+
+# ---------------------------------------------------------------- decision notes
+DECISION_FORMAT = 0x01
+"""Leading byte of a decision note (`dec` on an AI seat's event): zlib'd compact JSON."""
+
+
+def encode_decision(note: DecisionNote) -> bytes:
+    """An AI seat's decision note: the format byte, then its JSON (defaults left out),
+    zlib'd."""
+    body = note.model_dump_json(exclude_defaults=True).encode()
+    return bytes([DECISION_FORMAT]) + zlib.compress(body, _ZLEVEL)
+
+
+def _read_decision(blob: bytes) -> DecisionNote:
+    return DecisionNote.model_validate_json(zlib.decompress(blob[1:]))
+
+
+DECISION_FORMATS: dict[int, WireFormat] = {
+    DECISION_FORMAT: WireFormat(DECISION_FORMAT, "zlib json note", _read_decision),
+}
+"""Every decision note format, by its leading byte."""
+
+
+def decode_decision(blob: bytes) -> DecisionNote:
+    """Any stored decision note format (`DECISION_FORMATS`)."""
+    note: DecisionNote = _format(DECISION_FORMATS, blob, "decision note").decode(blob)
+    return note

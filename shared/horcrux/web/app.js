@@ -1036,9 +1036,42 @@ function renderReplay(screen) {
         { class: "panel" },
         h("h3", {}, "Every Voldemort move"),
         vmoves.length ? h("ol", { class: "log", "data-testid": "voldemort-moves" }, vmoves.map((x) => h("li", {}, `T${x.turn}: ${describeAction(x.action)}`))) : h("p", {}, "Voldemort never moved a Horcrux nor planted a decoy."),
-        h("p", { class: "muted" }, `and ${passes} pass${passes === 1 ? "" : "es"}. AI decision traces (tier, context, reply) are not published by the API; see \`horcrux replay\`.`),
+        h("p", { class: "muted" }, `and ${passes} pass${passes === 1 ? "" : "es"}.`),
       ),
+      decisionPanel(screen.data.decisions || [], s),
     ),
+  );
+}
+// the AI seats' decisions (the replay's `decisions`): the one behind this step, and a tally
+function decisionPanel(notes, step) {
+  if (!notes.length) return h("div", { class: "panel", "data-testid": "decision" }, h("h3", {}, "AI decisions"), h("p", { class: "muted" }, "No AI seat in this game: people made every move."));
+  const tally = {};
+  for (const n of notes) {
+    const key = `${seatName(n.seat)} at tier ${n.tier}${n.source === "llm" || n.source === "fallback" ? ` (${n.source})` : ""}`;
+    tally[key] = (tally[key] || 0) + 1;
+  }
+  const note = notes.find((n) => n.seat === step.actor && n.turn === step.turn);
+  const rows = [];
+  if (!note) rows.push(h("p", { class: "muted", "data-testid": "decision-none" }, step.actor === "setup" ? "Step through the game to see each AI move's decision." : `${seatName(step.actor)} is a person here: no AI decision.`));
+  else {
+    const who = { planner: "the planner (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
+    const facts = [["brain", note.brain], ["gate tier", note.tier], ["chosen by", who], ["played", note.move]];
+    if (note.llm_move && note.llm_move !== note.move) facts.push(["the model's move", note.llm_move]);
+    if (note.planner_move) facts.push(["the planner's move", note.planner_move]);
+    if (note.tokens_in || note.tokens_out) facts.push(["tokens", `${note.tokens_in} in, ${note.tokens_out} out`]);
+    facts.push(["latency", `${(note.latency_ms || 0).toFixed(1)} ms`]);
+    rows.push(h("dl", { class: "stats", "data-testid": "decision-facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+    if (note.context !== undefined && note.context !== null) rows.push(h("h3", {}, "The context the model saw"), h("pre", { class: "trace", "data-testid": "decision-context" }, note.context));
+    if (note.offered && note.offered.length) rows.push(h("p", { class: "muted" }, `Offered: ${note.offered.join("; ")}`));
+    if (note.reply !== undefined && note.reply !== null) rows.push(h("h3", {}, "What the model replied"), h("pre", { class: "trace", "data-testid": "decision-reply" }, note.reply || "(nothing)"));
+    if (note.cut && note.cut.length) rows.push(h("p", { class: "muted" }, `Cut to the stored length: ${note.cut.join(", ")}.`));
+  }
+  return h(
+    "div",
+    { class: "panel", "data-testid": "decision" },
+    h("h3", {}, `AI decision at this step`),
+    rows,
+    h("p", { class: "muted", "data-testid": "decision-tally" }, `${notes.length} AI decisions: ${Object.entries(tally).map(([k, v]) => `${k} ×${v}`).join(", ")}.`),
   );
 }
 function entropyChart(screen, steps, beliefs, rules) {
