@@ -33,7 +33,7 @@ from horcrux.echo import (
     retention,
 )
 from horcrux.echo.config import CONFIG_PATH
-from horcrux.echo.model import protected
+from horcrux.echo.model import Skill, protected
 from horcrux.echo.recall import cosine, hash_vector
 from horcrux.echo.season import run_season
 from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
@@ -165,13 +165,26 @@ def test_consolidation_is_idempotent_per_game() -> None:
     assert again.memory == memory and again.dropped == 0
 
 
-def test_ten_successful_applications_make_a_skill() -> None:
-    memory = season_of([summary(f"g{i}") for i in range(15)])
-    assert not memory.active_skills()
-    memory = season_of([summary(f"h{i}") for i in range(10)], memory)
-    skills = memory.active_skills()
-    assert "relocates" in skills and protected(skills["relocates"])
-    assert skills["relocates"].rule.startswith("relocates=")
+def test_a_skill_rule_held_ten_games_makes_a_skill_that_ends_when_it_fails() -> None:
+    # the style's factors: the public-map threshold model fits, Harry's own map does not
+    from horcrux.belief.bayes import AWARE
+    from horcrux.echo.style import units
+
+    fits = {u: -20.0 for u in units(AWARE)} | {"belief@0.5/naive": 3.0}
+    memory = fresh()
+    for i in range(CFG.skill_threshold - 1):
+        memory = consolidate(memory, summary(f"g{i}"), factors=fits).memory
+    assert not memory.active_skills_rules()
+    memory = consolidate(memory, summary("g-last"), factors=fits).memory
+    (skill,) = [s for s in memory.of_level("skill") if isinstance(s, Skill) and s.active]
+    assert skill.rule == "plain-play" and protected(skill)
+    assert skill.params["jitter"] == 0.0 and skill.params["hesitate"] == 0.0
+    # the opponent now reads Harry's own map: the rule fails, the skill ends (kept as history)
+    reads_mine = {u: -20.0 for u in units(AWARE)} | {"rule": 5.0}
+    memory = consolidate(memory, summary("h0"), factors=reads_mine).memory
+    assert not memory.active_skills_rules()
+    (ended,) = [s for s in memory.of_level("skill") if s.id == skill.id]
+    assert isinstance(ended, Skill) and ended.valid_to is not None
 
 
 def test_a_run_of_contradicting_evidence_supersedes_the_belief_and_keeps_history() -> None:
@@ -433,7 +446,7 @@ def test_the_service_rebuilds_a_missing_memory_and_counts_it() -> None:
 def test_a_short_season_is_paired_and_reports_its_curve() -> None:
     season = run_season("decoy-heavy", 12, seed=0)
     data = season.as_dict(curve_window=6)
-    assert len(data["wins_on"]) == len(data["wins_off"]) == 12
+    assert len(data["wins"]["on"]) == len(data["wins"]["off"]) == 12
     assert [p["games"] for p in data["curve"]] == ["1-6", "7-12"]
     assert data["memory_items_max"] <= CFG.keep_max and data["leaks"] == 0
     assert json.loads(json.dumps(data)) == data

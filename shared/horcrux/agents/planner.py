@@ -31,6 +31,7 @@ import struct
 import time
 import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -201,6 +202,17 @@ class PlannerHarry:
         )
         self.belief = BayesBelief(self.rules, self.mode, models=own + joined)
 
+    def adopt_memory(
+        self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
+    ) -> None:
+        """Play what cross-game memory decided (`horcrux.echo.use.memory_plan`): a fresh
+        map over `models` (the whole set, priors included) and the mode's knobs with
+        `params` overridden (`PlannerParams` fields; a tuple field such as `exposed`
+        takes the number for each of its entries)."""
+        self.belief = BayesBelief(self.rules, self.mode, models=models)
+        if params:
+            self.params = memory_params(self.params, params)
+
     def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
         """The decision on the current belief (no side effects). Without `rng` the
         randomised pieces take their middle (no jitter, the best search)."""
@@ -259,6 +271,23 @@ class PlannerHarry:
 
 LEARNED_SHARE = 0.3
 """The prior share of cross-game memory's models when they join an `aware` mixture."""
+
+
+def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> PlannerParams:
+    """`params` with cross-game memory's overrides (`PlannerHarry.adopt_memory`); an
+    unknown name is a ValueError naming it."""
+    known = {f.name: f for f in fields(PlannerParams)}
+    update: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ValueError(f"memory names no planner knob {name!r}")
+        current = getattr(params, name)
+        update[name] = (
+            tuple(float(value) for _ in (current or (0.0,) * 4))
+            if isinstance(current, tuple)
+            else type(current)(value)
+        )
+    return replace(params, **update)
 
 
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.decay import reinforce, retention
@@ -23,12 +24,16 @@ from horcrux.echo.model import (
     Pattern,
     Quarantined,
     Skill,
+    Style,
     Subject,
     item_id,
     protected,
 )
 from horcrux.engine import apply, new_game
 from horcrux.errors import HorcruxError
+
+if TYPE_CHECKING:
+    from horcrux.belief.bayes import AdversaryModel
 from horcrux.models import GameStarted, PlantDecoy, VoldemortMoved
 from horcrux.store.port import AnyEvent
 from horcrux.store.results import GameSummary, RecentResults
@@ -335,26 +340,74 @@ def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -
     return updated.model_copy(update={"conflict": conflict, "text": text[:300]})
 
 
-def _skills(items: list[AnyItem], clock: float, cfg: EchoConfig) -> list[str]:
+def _style_and_skills(
+    memory: EchoMemory,
+    items: list[AnyItem],
+    summary: GameSummary,
+    events: Sequence[AnyEvent] | None,
+    factors: Mapping[str, float] | None,
+    clock: float,
+    cfg: EchoConfig,
+) -> list[str]:
+    """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the
+    played filter's, or recomputed from the events over the models the start-up played),
+    then the skill rules: a rule whose condition held `skill_threshold` games in a row
+    becomes a skill; an active one whose condition fails ends. A skill of the old kind
+    (a restated rate, no rule of `SKILL_RULES`) ends too. Returns the new skills' ids."""
+    from horcrux.echo import style
+    from horcrux.echo.use import memory_plan
+
+    if factors is None and events and isinstance(events[0], GameStarted):
+        from horcrux.belief.bayes import DEFAULT_MODE, MODES
+
+        plan = memory_plan(memory)
+        models = plan.models if plan is not None else MODES[DEFAULT_MODE]
+        factors = style.replay_factors(events[0].rules, models, events)
+    index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
+    current = items[index] if index is not None else None
+    assert current is None or isinstance(current, Style)
+    if factors is None:
+        return []
+    new_style = style.updated(current, factors, clock, cfg.half_life)
+    q = style.posterior(new_style.scores, style.units(_models_after(memory)))
+    streaks = dict(new_style.streaks)
     made: list[str] = []
-    skilled = {it.belief_id for it in items if isinstance(it, Skill)}
-    for belief in [it for it in items if isinstance(it, Belief) and it.active]:
-        if belief.applied_ok >= cfg.skill_threshold and belief.id not in skilled:
+    rules = {r.name: r for r in style.SKILL_RULES}
+    for rule in style.SKILL_RULES:
+        streaks[rule.name] = streaks.get(rule.name, 0) + 1 if rule.holds(q) else 0
+    for i, it in enumerate(items):
+        ends = isinstance(it, Skill) and (it.rule not in rules or streaks.get(it.rule, 0) == 0)
+        if ends and isinstance(it, Skill) and it.active:
+            items[i] = it.model_copy(update={"valid_to": clock})
+    active = {it.rule for it in items if isinstance(it, Skill) and it.active}
+    for rule in style.SKILL_RULES:
+        if streaks[rule.name] >= cfg.skill_threshold and rule.name not in active:
             skill = Skill(
-                id=item_id("skill", belief.id),
-                subject=belief.subject,
-                text="rule: " + describe(belief.subject, belief.mean),
+                id=item_id("skill", rule.name, clock, summary.game_id),
+                subject="style",
+                text=rule.text,
                 created=clock,
                 last_access=clock,
                 life=cfg.half_life,
-                rate=round(belief.mean, 4),
-                belief_id=belief.id,
-                rule=f"{belief.subject}={belief.mean:.3f}",
+                rule=rule.name,
+                params=dict(rule.params),
                 valid_from=clock,
             )
             items.append(skill)
             made.append(skill.id)
+    new_style = new_style.model_copy(update={"streaks": streaks})
+    if index is None:
+        items.append(new_style)
+    else:
+        items[index] = new_style
     return made
+
+
+def _models_after(memory: EchoMemory) -> tuple[AdversaryModel, ...]:
+    """The default mixture and the memory's learned models (the style's units)."""
+    from horcrux.echo.use import adversary_models, joined_models
+
+    return joined_models(adversary_models(memory))
 
 
 @dataclass
@@ -418,8 +471,14 @@ def consolidate(
     clock: float | None = None,
     config: EchoConfig | None = None,
     events: Sequence[AnyEvent] | None = None,
+    factors: Mapping[str, float] | None = None,
 ) -> Consolidation:
     """Fold one finished game into its scope's memory (the end-of-game 'sleep').
+
+    `factors`: the game's Bayes factors per model unit (`echo.style.bayes_factors` of
+    the filter the game played); without them they are recomputed from `events` (the
+    compaction's case), and without events the style is left as it is (a rebuild from
+    the recent results).
 
     Idempotent per game: a game already in `memory.seen` changes nothing. The clock is
     the game's ordinal in the scope (`clock: games`) or the `clock` the caller passes
@@ -456,7 +515,7 @@ def consolidate(
     kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
     new_patterns = old_patterns + new_patterns
     folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
-    skills = _skills(folded, now, cfg)
+    skills = _style_and_skills(memory, folded, summary, events, factors, now, cfg)
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
