@@ -103,6 +103,7 @@ def play(
         "voldemort": SeatInfo(kind="ai", brain=voldemort),
     }
     summary = summarise_game(events, game_id=game_id, seats=seats, belief_history=history)
+    harry.sync(harry_view(state))  # the game's last turn too (what a replay folds in)
     factors = style.bayes_factors(harry.belief.models, harry.belief.model_weights().tolist())
     return Played(summary, events, factors)
 
@@ -163,6 +164,8 @@ class Season:
     thresholds: list[dict[str, float]] = field(default_factory=list)
     """The `on` arm's threshold posterior after each game."""
     skills: list[list[str]] = field(default_factory=list)
+    memory: EchoMemory | None = None
+    """The `on` arm's memory at the end."""
 
     @property
     def on(self) -> list[int]:
@@ -268,7 +271,7 @@ def run_season(
             arm.learn(played)
         main = state.get("on")
         if main is not None:
-            memory = main.memory
+            memory = season.memory = main.memory
             season.leaks = main.leaks
             season.size.append(len(memory.items))
             season.rates.append(

@@ -7,7 +7,8 @@ on the level-0 map or on his own), `rule` (Harry's own rule), `early`, and what 
 beliefs learned (`learned-trigger`, `learned-static`). At a game's end the mixture's
 posterior W_u over each *unit* (a model, or the level-0 group as one: its internal
 ratios must stay those of the public map) against the prior P_u it started from gives
-that game's log Bayes factor r_u = log W_u - log P_u. Across games:
+that game's log Bayes factor r_u = log W_u - log P_u, clipped below at FACTOR_MIN (-10).
+Across games:
 
     score_u <- DISCOUNT * score_u + TEMPER * r_u
 
@@ -47,6 +48,10 @@ LEVEL0 = "level0"
 CORRECTION_NATS = 5.0
 """An operator's threshold correction: this many nats of score for the belief models
 at the corrected threshold (about two games of a clear fit; evidence can outweigh it)."""
+FACTOR_MIN = -10.0
+"""A game's log Bayes factor is clipped below at this: a model that one game's filter all
+but ruled out (a move it called impossible, -690 nats) is strongly but boundedly
+disfavoured, so one odd game cannot outweigh a season of good fits (robust evidence)."""
 _LOG_TINY = math.log(1e-300)
 
 
@@ -71,7 +76,9 @@ def bayes_factors(models: Sequence[AdversaryModel], weights: Sequence[float]) ->
     for m, w in zip(models, weights, strict=True):
         post[unit_of(m)] = post.get(unit_of(m), 0.0) + float(w)
     return {
-        u: round((math.log(post[u]) if post[u] > 0.0 else _LOG_TINY) - math.log(p), 6)
+        u: round(
+            max(FACTOR_MIN, (math.log(post[u]) if post[u] > 0.0 else _LOG_TINY) - math.log(p)), 6
+        )
         for u, p in prior.items()
         if p > 0.0
     }
