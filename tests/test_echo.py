@@ -33,7 +33,7 @@ from horcrux.echo import (
     retention,
 )
 from horcrux.echo.config import CONFIG_PATH
-from horcrux.echo.model import Skill, protected
+from horcrux.echo.model import Skill
 from horcrux.echo.recall import cosine, hash_vector
 from horcrux.echo.season import run_season
 from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
@@ -116,7 +116,7 @@ def season_of(summaries: list[GameSummary], memory: EchoMemory | None = None) ->
 
 # ---------------------------------------------------------------- config
 def test_the_thresholds_come_from_the_shipped_toml() -> None:
-    assert (CFG.pattern_threshold, CFG.belief_threshold, CFG.skill_threshold) == (3, 5, 10)
+    assert (CFG.pattern_threshold, CFG.belief_threshold) == (3, 5)
     assert CFG.half_life_hours == 168 and CFG.reinforcement_multiplier == 2
     assert CFG.dedup_threshold == 0.85 and CFG.max_results == 10
     assert CFG.keep_max == sum(n for _, n in CFG.budgets) <= CFG.cap
@@ -165,26 +165,26 @@ def test_consolidation_is_idempotent_per_game() -> None:
     assert again.memory == memory and again.dropped == 0
 
 
-def test_a_skill_rule_held_ten_games_makes_a_skill_that_ends_when_it_fails() -> None:
-    # the style's factors: the public-map threshold model fits, Harry's own map does not
-    from horcrux.belief.bayes import AWARE
-    from horcrux.echo.style import units
+def test_a_skill_left_from_before_ends_and_reaches_no_decision() -> None:
+    from horcrux.echo.use import memory_plan
 
-    fits = {u: -20.0 for u in units(AWARE)} | {"belief@0.5/naive": 3.0}
-    memory = fresh()
-    for i in range(CFG.skill_threshold - 1):
-        memory = consolidate(memory, summary(f"g{i}"), factors=fits).memory
-    assert not memory.active_skills_rules()
-    memory = consolidate(memory, summary("g-last"), factors=fits).memory
-    (skill,) = [s for s in memory.of_level("skill") if isinstance(s, Skill) and s.active]
-    assert skill.rule == "plain-play" and protected(skill)
-    assert skill.params["jitter"] == 0.0 and skill.params["hesitate"] == 0.0
-    # the opponent now reads Harry's own map: the rule fails, the skill ends (kept as history)
-    reads_mine = {u: -20.0 for u in units(AWARE)} | {"rule": 5.0}
-    memory = consolidate(memory, summary("h0"), factors=reads_mine).memory
-    assert not memory.active_skills_rules()
-    (ended,) = [s for s in memory.of_level("skill") if s.id == skill.id]
-    assert isinstance(ended, Skill) and ended.valid_to is not None
+    old = Skill(
+        id="s1",
+        subject="relocates",
+        text="rule: relocates horcruxes in 99% of games",
+        created=1.0,
+        last_access=1.0,
+        life=50.0,
+        rate=0.99,
+        belief_id="b1",
+        rule="relocates=0.990",
+        valid_from=1.0,
+    )
+    memory = fresh().model_copy(update={"items": (old,)})
+    assert memory_plan(memory) is None  # a skill sets nothing
+    memory = consolidate(memory, summary("g0")).memory
+    (ended,) = [s for s in memory.of_level("skill")]
+    assert isinstance(ended, Skill) and ended.valid_to == 1.0 and not memory.active_skills()
 
 
 def test_a_run_of_contradicting_evidence_supersedes_the_belief_and_keeps_history() -> None:

@@ -16,7 +16,7 @@ from horcrux.agents.planner import PlannerHarry
 from horcrux.echo import style
 from horcrux.echo.ablation import BEGIN, END, render_section, run_ablation
 from horcrux.echo.baseline import CounterBaseline
-from horcrux.echo.core import add_correction, consolidate
+from horcrux.echo.core import add_correction
 from horcrux.echo.model import EchoMemory
 from horcrux.echo.season import play, run_season
 from horcrux.echo.use import MemoryPlan, joined_models, memory_plan, rate_models
@@ -158,21 +158,6 @@ def test_a_preference_changes_the_planners_decision() -> None:
     plan = memory_plan(prefers)
     assert plan is not None and plan.params == {"hesitate": 1.0}
     assert decide(prefers, random.Random(0)) == "search"
-
-
-def test_a_skill_sets_the_planners_knobs() -> None:
-    units = style.units(joined_models(None))
-    fits = {u: -20.0 for u in units} | {"belief@0.5/naive": 3.0}
-    memory = fresh()
-    for i in range(10):
-        memory = consolidate(memory, summary(f"g{i}", [], []), factors=fits).memory
-    plan = memory_plan(memory)
-    assert plan is not None and plan.params["jitter"] == 0.0
-    harry = PlannerHarry(CLASSIC)
-    harry.adopt_memory(plan.models, plan.params)
-    assert harry.params.jitter == 0.0 and harry.params.hesitate == 0.0
-    assert harry.params.exposed == (0.0, 0.0, 0.0, 0.0)
-    assert PlannerHarry(CLASSIC).params.jitter == 0.1  # the default stays randomised
 
 
 # ---------------------------------------------------------------- the generated table

@@ -444,7 +444,7 @@ def cmd_season(args: argparse.Namespace) -> int:
         cells = "  ".join(f"{a} {point[a]:.0%}" for a in data["arms"])
         print(f"  games {point['games']:>9}: {cells}")
     if data.get("thresholds_last"):
-        print(f"  threshold posterior: {data['thresholds_last']}; skills {data['skills_last']}")
+        print(f"  threshold posterior at the end: {data['thresholds_last']}")
     if "adaptation_games" in data:
         print(f"  games to adapt after the switch: {data['adaptation_games']}")
     return 0
@@ -592,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--arms",
         default=None,
         help="comma-separated arms (default on,off,counter; also no-style, no-beliefs, "
-        "no-skills, no-patterns, no-decay)",
+        "no-patterns, no-decay)",
     )
     sea.add_argument("--all-arms", action="store_true", help="every arm (the layer ablations)")
     sea.add_argument(

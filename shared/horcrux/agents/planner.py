@@ -207,8 +207,7 @@ class PlannerHarry:
     ) -> None:
         """Play what cross-game memory decided (`horcrux.echo.use.memory_plan`): a fresh
         map over `models` (the whole set, priors included) and the mode's knobs with
-        `params` overridden (`PlannerParams` fields; a tuple field such as `exposed`
-        takes the number for each of its entries)."""
+        `params` overridden (numeric `PlannerParams` fields: an operator's preferences)."""
         self.belief = BayesBelief(self.rules, self.mode, models=models)
         if params:
             self.params = memory_params(self.params, params)
@@ -274,19 +273,14 @@ LEARNED_SHARE = 0.3
 
 
 def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> PlannerParams:
-    """`params` with cross-game memory's overrides (`PlannerHarry.adopt_memory`); an
-    unknown name is a ValueError naming it."""
-    known = {f.name: f for f in fields(PlannerParams)}
+    """`params` with cross-game memory's overrides (`PlannerHarry.adopt_memory`); a name
+    that is no numeric knob is a ValueError naming it."""
     update: dict[str, Any] = {}
     for name, value in overrides.items():
-        if name not in known:
-            raise ValueError(f"memory names no planner knob {name!r}")
-        current = getattr(params, name)
-        update[name] = (
-            tuple(float(value) for _ in (current or (0.0,) * 4))
-            if isinstance(current, tuple)
-            else type(current)(value)
-        )
+        current = getattr(params, name, None)
+        if not isinstance(current, float):
+            raise ValueError(f"memory names no numeric planner knob {name!r}")
+        update[name] = float(value)
     return replace(params, **update)
 
 

@@ -30,7 +30,6 @@ ROWS: dict[str, str] = {
     "off": "memory off",
     "no-style": "full, style posterior off",
     "no-beliefs": "full, rate beliefs off",
-    "no-skills": "full, skills off",
     "no-patterns": "full, patterns off (threshold 1)",
     "no-decay": "full, decay off",
 }
@@ -44,7 +43,6 @@ def _one(job: tuple[str, str | None, int, int, str]) -> dict[str, Any]:
     out = {k: data[k] for k in keep}
     out.update(
         thresholds_last=data["thresholds_last"],
-        skills_last=data["skills_last"],
         memory_items_max=data["memory_items_max"],
     )
     return out
@@ -104,10 +102,9 @@ def render_section(data: dict[str, Any]) -> str:
     lines += ["", "Full memory at the season's end:", ""]
     for s in seasons:
         thresholds = ", ".join(f"{t}: {p:.2f}" for t, p in s["thresholds_last"].items())
-        skills = ", ".join(f"`{k}`" for k in s["skills_last"]) or "none"
         lines.append(
-            f"- {label(s)}: threshold posterior {thresholds or 'none'}; active skills "
-            f"{skills}; at most {s['memory_items_max']} items"
+            f"- {label(s)}: threshold posterior {thresholds or 'none'}; at most "
+            f"{s['memory_items_max']} items"
         )
     lines += ["", END]
     return "\n".join(lines)

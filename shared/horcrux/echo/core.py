@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.decay import reinforce, retention
+from horcrux.echo.decay import evidence_discount, reinforce, retention
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     MEMORY_SCHEMA,
@@ -31,9 +30,6 @@ from horcrux.echo.model import (
 )
 from horcrux.engine import apply, new_game
 from horcrux.errors import HorcruxError
-
-if TYPE_CHECKING:
-    from horcrux.belief.bayes import AdversaryModel
 from horcrux.models import GameStarted, PlantDecoy, VoldemortMoved
 from horcrux.store.port import AnyEvent
 from horcrux.store.results import GameSummary, RecentResults
@@ -153,7 +149,6 @@ class Consolidation:
     leaked: bool
     superseded: tuple[str, ...] = ()
     new_beliefs: tuple[str, ...] = ()
-    new_skills: tuple[str, ...] = ()
     archived: int = 0
     evicted: Mapping[str, int] = field(default_factory=dict)
     """Items the cap evicted, per level (the caller emits `MemoryEvicted`)."""
@@ -340,74 +335,40 @@ def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -
     return updated.model_copy(update={"conflict": conflict, "text": text[:300]})
 
 
-def _style_and_skills(
+def _style(
     memory: EchoMemory,
     items: list[AnyItem],
-    summary: GameSummary,
     events: Sequence[AnyEvent] | None,
     factors: Mapping[str, float] | None,
     clock: float,
     cfg: EchoConfig,
-) -> list[str]:
-    """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the
-    played filter's, or recomputed from the events over the models the start-up played),
-    then the skill rules: a rule whose condition held `skill_threshold` games in a row
-    becomes a skill; an active one whose condition fails ends. A skill of the old kind
-    (a restated rate, no rule of `SKILL_RULES`) ends too. Returns the new skills' ids."""
+) -> None:
+    """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the played
+    filter's, or recomputed from the events over the models the start-up played), in
+    place; and end a skill left from before (history: no layer reads skills)."""
     from horcrux.echo import style
     from horcrux.echo.use import memory_plan
 
+    for i, it in enumerate(items):
+        if isinstance(it, Skill) and it.active:
+            items[i] = it.model_copy(update={"valid_to": clock})
     if factors is None and events and isinstance(events[0], GameStarted):
         from horcrux.belief.bayes import DEFAULT_MODE, MODES
 
         plan = memory_plan(memory)
         models = plan.models if plan is not None else MODES[DEFAULT_MODE]
         factors = style.replay_factors(events[0].rules, models, events)
+    if factors is None:
+        return
     index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
     current = items[index] if index is not None else None
     assert current is None or isinstance(current, Style)
-    if factors is None:
-        return []
-    new_style = style.updated(current, factors, clock, cfg.half_life)
-    q = style.posterior(new_style.scores, style.units(_models_after(memory)))
-    streaks = dict(new_style.streaks)
-    made: list[str] = []
-    rules = {r.name: r for r in style.SKILL_RULES}
-    for rule in style.SKILL_RULES:
-        streaks[rule.name] = streaks.get(rule.name, 0) + 1 if rule.holds(q) else 0
-    for i, it in enumerate(items):
-        ends = isinstance(it, Skill) and (it.rule not in rules or streaks.get(it.rule, 0) == 0)
-        if ends and isinstance(it, Skill) and it.active:
-            items[i] = it.model_copy(update={"valid_to": clock})
-    active = {it.rule for it in items if isinstance(it, Skill) and it.active}
-    for rule in style.SKILL_RULES:
-        if streaks[rule.name] >= cfg.skill_threshold and rule.name not in active:
-            skill = Skill(
-                id=item_id("skill", rule.name, clock, summary.game_id),
-                subject="style",
-                text=rule.text,
-                created=clock,
-                last_access=clock,
-                life=cfg.half_life,
-                rule=rule.name,
-                params=dict(rule.params),
-                valid_from=clock,
-            )
-            items.append(skill)
-            made.append(skill.id)
-    new_style = new_style.model_copy(update={"streaks": streaks})
+    discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
+    new_style = style.updated(current, factors, clock, cfg.half_life, discount)
     if index is None:
         items.append(new_style)
     else:
         items[index] = new_style
-    return made
-
-
-def _models_after(memory: EchoMemory) -> tuple[AdversaryModel, ...]:
-    """The default mixture and the memory's learned models (the style's units)."""
-    from horcrux.echo.use import adversary_models, joined_models
-
-    return joined_models(adversary_models(memory))
 
 
 @dataclass
@@ -515,7 +476,7 @@ def consolidate(
     kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
     new_patterns = old_patterns + new_patterns
     folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
-    skills = _style_and_skills(memory, folded, summary, events, factors, now, cfg)
+    _style(memory, folded, events, factors, now, cfg)
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
@@ -571,7 +532,6 @@ def consolidate(
         leaked,
         tuple(superseded),
         tuple(created),
-        tuple(skills),
         len(capped.archived),
         evicted=dict(lost),
         conflicts=conflicts,

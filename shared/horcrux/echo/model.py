@@ -170,11 +170,10 @@ class Belief(_Item):
 
 
 class Skill(_Item):
-    """A planner rule the style posterior earned: its condition (`echo.style.SKILL_RULES`)
-    held for `skill_threshold` games in a row. It sets `params` (`PlannerParams` overrides)
-    while it is active, and ends (`valid_to`) the first game the condition fails.
-    (`rate` / `belief_id`: a record from before, when a skill restated a belief's rate;
-    such a skill is ended at the next consolidation.)"""
+    """A record from before: a skill restated a belief's rate (`rate`, `belief_id`), or set
+    planner knobs (`params`). No layer makes skills any more (neither kind changed a
+    measured decision: docs/ECHO.md); an active one is ended at the next consolidation
+    and kept as history (`valid_to`), never read by the planner."""
 
     level: Literal["skill"] = "skill"
     rate: float = Field(default=0.0, ge=0, le=1)
@@ -212,13 +211,11 @@ class Style(_Item):
     unit (the level-0 group, each belief-reacting model with its threshold, `rule`,
     `early`, the learned ones) a discounted, tempered sum of each game's log Bayes factor
     (the in-game mixture posterior at the game's end over the prior it started from).
-    One per scope; protected (it is rewritten every game). `streaks` counts the games in a
-    row each skill rule's condition held (`echo.style.SKILL_RULES`)."""
+    One per scope; protected (it is rewritten every game)."""
 
     level: Literal["style"] = "style"
     scores: dict[str, float] = Field(default_factory=dict)
     games: int = 0
-    streaks: dict[str, int] = Field(default_factory=dict)
 
 
 AnyItem = Annotated[
@@ -271,9 +268,6 @@ class EchoMemory(_Frozen):
 
     def active_skills(self) -> dict[str, Skill]:
         return {i.subject: i for i in self.items if isinstance(i, Skill) and i.active}
-
-    def active_skills_rules(self) -> list[str]:
-        return [i.rule for i in self.items if isinstance(i, Skill) and i.active]
 
     def style(self) -> Style | None:
         return next((i for i in self.items if isinstance(i, Style)), None)

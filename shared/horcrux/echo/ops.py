@@ -173,7 +173,6 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             scores=item.scores,
             posterior={u: round(p, 4) for u, p in sorted(q.items(), key=lambda kv: -kv[1])},
             thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
-            streaks=item.streaks,
         )
     elif isinstance(item, Correction):
         view.update(

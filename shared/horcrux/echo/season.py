@@ -10,8 +10,9 @@ Arms (`ARMS`):
 * `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
-  posterior), `no-beliefs` (the rate beliefs' learned models), `no-skills`,
-  `no-patterns` (every experience its own pattern: `pattern_threshold` 1), `no-decay`.
+  posterior), `no-beliefs` (the rate beliefs' learned models), `no-patterns` (every
+  experience its own pattern: `pattern_threshold` 1), `no-decay` (decay off: items never
+  fade, the style's evidence is never discounted).
 
 `switch` changes the opponent's style at game `switch_at` (the adaptation measure)."""
 
@@ -47,13 +48,12 @@ from horcrux.views import harry_view, voldemort_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
-ABLATION_ARMS = ("no-style", "no-beliefs", "no-skills", "no-patterns", "no-decay")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-patterns", "no-decay")
 ARMS = BASE_ARMS + ABLATION_ARMS
 LAYERS_OF: dict[str, Layers] = {
     "on": ALL_LAYERS,
     "no-style": replace(ALL_LAYERS, style=False),
     "no-beliefs": replace(ALL_LAYERS, beliefs=False),
-    "no-skills": replace(ALL_LAYERS, skills=False),
     "no-patterns": ALL_LAYERS,
     "no-decay": ALL_LAYERS,
 }
@@ -163,7 +163,6 @@ class Season:
     rates: list[dict[str, float | None]] = field(default_factory=list)
     thresholds: list[dict[str, float]] = field(default_factory=list)
     """The `on` arm's threshold posterior after each game."""
-    skills: list[list[str]] = field(default_factory=list)
     memory: EchoMemory | None = None
     """The `on` arm's memory at the end."""
 
@@ -210,7 +209,6 @@ class Season:
             "leaks": self.leaks,
             "learned_last": self.rates[-1] if self.rates else {},
             "thresholds_last": self.thresholds[-1] if self.thresholds else {},
-            "skills_last": self.skills[-1] if self.skills else [],
             "wins": self.wins,
         }
         if "on" in self.wins and "off" in self.wins:
@@ -278,7 +276,6 @@ def run_season(
                 {k: None if v is None else round(v, 3) for k, v in learned_rates(memory).items()}
             )
             season.thresholds.append(thresholds_of(memory))
-            season.skills.append(sorted(memory.active_skills_rules()))
         if progress is not None:
             progress(g)
     return season

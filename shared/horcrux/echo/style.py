@@ -12,7 +12,9 @@ Across games:
 
     score_u <- DISCOUNT * score_u + TEMPER * r_u
 
-(a model absent from a game keeps its discounted score), and the next game starts from
+(a model absent from a game keeps its discounted score; DISCOUNT is the decay's
+`evidence_discount` of the clock since the last game: 0.9 a game by default, 1 with decay
+off), and the next game starts from
 
     Q_u ∝ P0_u exp(score_u),   prior_u = (1 - FLOOR) Q_u + FLOOR P0_u,
 
@@ -23,15 +25,12 @@ game's own evidence can still overrule memory. `threshold_posterior` is Q's marg
 over the belief models' thresholds: against `shadow` (threshold 0.5 on the public map)
 it concentrates on 0.5.
 
-Skill rules (`SKILL_RULES`) read Q: a rule whose condition holds for `skill_threshold`
-games in a row becomes a `Skill` that sets `PlannerParams` overrides.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from horcrux.echo.model import Style
@@ -99,11 +98,18 @@ def replay_factors(
     return bayes_factors(models, belief.model_weights().tolist())
 
 
-def updated(style: Style | None, factors: Mapping[str, float], clock: float, life: float) -> Style:
-    """The style after one more game's factors."""
+def updated(
+    style: Style | None,
+    factors: Mapping[str, float],
+    clock: float,
+    life: float,
+    discount: float = DISCOUNT,
+) -> Style:
+    """The style after one more game's factors, its old scores times `discount` (the
+    decay's `evidence_discount` of the clock since the last game)."""
     scores = dict(style.scores) if style else {}
     for u in set(scores) | set(factors):
-        scores[u] = round(DISCOUNT * scores.get(u, 0.0) + TEMPER * factors.get(u, 0.0), 6)
+        scores[u] = round(discount * scores.get(u, 0.0) + TEMPER * factors.get(u, 0.0), 6)
     base = style or Style(
         id="style", subject="style", text="", created=clock, last_access=clock, life=life
     )
@@ -136,14 +142,6 @@ def threshold_posterior(q: Mapping[str, float]) -> dict[float, float]:
     return {t: p / total for t, p in sorted(out.items())} if total > 0 else {}
 
 
-def reads_share(q: Mapping[str, float]) -> tuple[float, float]:
-    """(weight of the models that read Harry's own map or rule, of those reading the
-    public map): what the skill rules read."""
-    own = sum(p for u, p in q.items() if u == "rule" or (u.startswith("belief@") and "/" not in u))
-    naive = sum(p for u, p in q.items() if u.startswith("belief@") and u.endswith("/naive"))
-    return own, naive
-
-
 def describe(style: Style) -> str:
     from horcrux.belief.bayes import DEFAULT_MODE, MODES
 
@@ -152,45 +150,14 @@ def describe(style: Style) -> str:
     return "fits: " + ", ".join(f"{u} {p:.2f}" for u, p in best)
 
 
-@dataclass(frozen=True)
-class SkillRule:
-    name: str
-    text: str
-    params: Mapping[str, float]
-    own_below: float
-    naive_above: float
-
-    def holds(self, q: Mapping[str, float]) -> bool:
-        own, naive = reads_share(q)
-        return own < self.own_below and naive >= self.naive_above
-
-
-SKILL_RULES: tuple[SkillRule, ...] = (
-    SkillRule(
-        "plain-play",
-        "rule: reads the public map, not mine: play the plain rule (no randomisation)",
-        {"jitter": 0.0, "near": 0.0, "hesitate": 0.0, "attack_near": 0.0, "exposed": 0.0},
-        own_below=0.05,
-        naive_above=0.5,
-    ),
-)
-"""`plain-play`: an opponent whose trigger reads the public (level-0) map and not Harry's
-own gains nothing from Harry's randomised play (it cannot predict his private draws, and
-does not try), which costs attacks on near-top locations and hesitations: the plain rule
-(`planner:aware-fixed`'s knobs) wins more against it (docs/ECHO.md has the ablation)."""
-
-
 __all__ = [
     "CORRECTION_NATS",
     "DISCOUNT",
     "FLOOR",
     "LEVEL0",
-    "SKILL_RULES",
     "TEMPER",
-    "SkillRule",
     "bayes_factors",
     "posterior",
-    "reads_share",
     "replay_factors",
     "threshold_posterior",
     "unit_of",

@@ -11,9 +11,9 @@
 * `memory_plan`: what one game's planner plays with (`PlannerHarry.adopt_memory`): the
   default mixture plus the learned models, every prior set by the `Style` posterior
   (which models fit this opponent across games, `echo.style`), and the `PlannerParams`
-  overrides of the active skills and of the operator's preferences. `Layers` switches
+  overrides of the operator's preferences. `Layers` switches
   each layer off for the season's ablations.
-* `memory_line`: the skills, corrections and beliefs in one short line of plain data (the
+* `memory_line`: the corrections and beliefs in one short line of plain data (the
   context cleans it, labels it as memory and fits it to the token budget).
 """
 
@@ -30,7 +30,6 @@ from horcrux.echo.model import (
     Belief,
     Correction,
     EchoMemory,
-    Skill,
 )
 from horcrux.echo.recall import recall
 
@@ -91,12 +90,11 @@ def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | 
 class Layers:
     """Which layers reach the planner (all, in play; the season switches them off one by
     one). `beliefs`: the rate beliefs' learned models; `style`: the cross-game posterior
-    over the models (their priors, thresholds included); `skills`: the skill rules'
-    knobs; `corrections`: the operator's corrections and preferences."""
+    over the models (their priors, thresholds included); `corrections`: the operator's
+    corrections and preferences."""
 
     beliefs: bool = True
     style: bool = True
-    skills: bool = True
     corrections: bool = True
 
 
@@ -156,10 +154,6 @@ def memory_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> Memor
     found = memory.style()
     scores: dict[str, float] = dict(found.scores) if found and layers.style else {}
     params: dict[str, float] = {}
-    if layers.skills:
-        for skill in memory.items:
-            if isinstance(skill, Skill) and skill.active:
-                params.update(skill.params)
     if layers.corrections:
         for c in memory.items:
             if not isinstance(c, Correction) or c.valid_to is not None or c.rate is None:
@@ -183,13 +177,13 @@ def nearest_threshold(rate: float) -> float:
 
 
 def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> str | None:
-    """At most one line for the L1 context: skills, then corrections, then beliefs, as
-    data (never instructions), cut to `memory_line_chars` and cleaned."""
+    """At most one line for the L1 context: corrections, then beliefs, as data (never
+    instructions), cut to `memory_line_chars` and cleaned."""
     if memory is None or not memory.items:
         return None
     cfg = config or default_config()
     ranked = recall(memory, LINE_QUERY, config=cfg)
-    order: dict[type, int] = {Skill: 0, Correction: 1, Belief: 2}
+    order: dict[type, int] = {Correction: 0, Belief: 1}
     picked = sorted(
         (r for r in ranked if type(r.item) in order),
         key=lambda r: (order[type(r.item)], -r.score),
