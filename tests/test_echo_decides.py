@@ -116,6 +116,38 @@ def test_the_threshold_learned_across_games_converges_to_shadows(threshold: floa
     assert fit / sum(prior.values()) > 0.5
 
 
+def test_the_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_plays_it() -> None:
+    from horcrux import compaction
+    from horcrux.echo import persist
+    from horcrux.service.ai import read_memory
+    from horcrux.store import MemoryStore
+    from horcrux.store.port import SeatInfo
+    from horcrux.store.selfplay import play_to_end, start_game
+
+    store = MemoryStore()
+    seats = {
+        "harry": SeatInfo(kind="ai", brain="planner"),
+        "voldemort": SeatInfo(kind="ai", brain="shadow"),
+    }
+    start_game(store, "g1", CLASSIC, 4, dict(seats))
+    play_to_end(store, "g1")
+    outcome = compaction.compact(store, "g1")
+    assert outcome.memory is not None
+    found = outcome.memory.memory.style()
+    assert found is not None and found.games == 1
+    assert set(found.scores) >= {"level0", "belief@0.5/naive", "rule", "early"}
+    # the next game's start-up pins the style-weighted model set (pin v2)
+    start_game(store, "g2", CLASSIC, 5, dict(seats))
+    from collections import Counter
+
+    read = read_memory(store, store.load("g2"), Counter())
+    assert read.pin is not None
+    body = json.loads(read.pin)
+    plan = memory_plan(persist.load(store, "planner", "shadow")[0])
+    assert plan is not None and body["v"] == 2
+    assert [m["prior"] for m in body["models"]] == [m.prior for m in plan.models]
+
+
 # ---------------------------------------------------------------- decisions
 def constructed_view() -> HarryView:
     """Seed 3: three positive searches at a real Horcrux (azkaban), Voldemort passing."""
