@@ -116,7 +116,7 @@ def test_the_threshold_learned_across_games_converges_to_shadows(threshold: floa
     assert fit / sum(prior.values()) > 0.5
 
 
-def test_the_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_plays_it() -> None:
+def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_plays_it() -> None:
     from horcrux import compaction
     from horcrux.echo import persist
     from horcrux.service.ai import read_memory
