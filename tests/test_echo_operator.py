@@ -62,16 +62,33 @@ def test_unknown_agents_and_opponents_are_refused(
     assert status == 422 and body["error"] == "unknown_scope" and needle in body["message"]
     agent = path.rsplit("/", 1)[1]
     correction = {"agent": agent, "opponent": query["opponent"], "wrong": "a", "right": "b"}
+    correction.update(subject="immediate", rate=0.5)
     status, body = call(resolver, "POST", "/memory/corrections", body=correction, token=OPERATOR)
     assert status == 422 and body["error"] == "unknown_scope"
     assert not any(k[0].startswith("AGENT#") for k in store._games)  # nothing stored
 
 
-def test_a_rate_on_a_subject_the_planner_does_not_read_is_refused(app: Any) -> None:
-    resolver, _ = app
-    body = {"agent": "planner", "opponent": "reference", "wrong": "a", "right": "b", "rate": 0.4}
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"rate": 0.4}, "subject 'note' reaches no decision"),
+        ({}, "subject 'note' reaches no decision"),
+        ({"subject": "prefers the shack", "rate": 0.4}, "reaches no decision"),
+        ({"subject": "immediate"}, "subject 'immediate' needs a rate"),
+        ({"subject": "jitter", "kind": "preference"}, "subject 'jitter' needs a rate"),
+    ],
+)
+def test_a_correction_the_planner_cannot_act_on_is_a_422_naming_what_is_actionable(
+    app: Any, extra: dict[str, Any], needle: str
+) -> None:
+    resolver, store = app
+    body = {"agent": "planner", "opponent": "reference", "wrong": "a", "right": "b", **extra}
     status, answer = call(resolver, "POST", "/memory/corrections", body=body, token=OPERATOR)
-    assert status == 422 and "takes no rate" in answer["message"]
+    assert status == 422 and answer["error"] == "not_actionable"
+    assert needle in answer["message"]
+    for subject in ("relocates", "immediate", "plant_top", "threshold", "jitter", "hesitate"):
+        assert subject in answer["message"]
+    assert persist.load(store, "planner", "reference")[0] is None  # nothing stored
 
 
 def test_the_read_only_role_reads_and_never_writes(app: Any) -> None:
@@ -180,6 +197,7 @@ def test_an_unreadable_memory_is_a_409_naming_it_and_a_write_rebuilds_it(app: An
     assert status == 409 and body["error"] == "memory_unreadable"
     assert "does not decode" in body["message"]
     correction = {"agent": "planner", "opponent": "reference", "wrong": "a", "right": "b"}
+    correction.update(subject="threshold", rate=0.5)
     status, body = call(resolver, "POST", "/memory/corrections", body=correction, token=OPERATOR)
     assert status == 200, body
     assert call(resolver, "GET", "/memory/planner", query=Q, token=OPERATOR)[0] == 200
@@ -188,6 +206,7 @@ def test_an_unreadable_memory_is_a_409_naming_it_and_a_write_rebuilds_it(app: An
 def test_corrections_beyond_the_budget_are_a_409(app: Any) -> None:
     resolver, _ = app
     body = {"agent": "planner", "opponent": "reference", "wrong": "a", "right": "b"}
+    body.update(subject="jitter", rate=0.0, kind="preference")
     for n in range(25):
         status, _ = call(
             resolver, "POST", "/memory/corrections", body={**body, "text": f"n{n}"}, token=OPERATOR

@@ -405,8 +405,16 @@ def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
 
 
 def cmd_season(args: argparse.Namespace) -> int:
-    from horcrux.echo.season import run_season, write_season
+    from horcrux.echo.season import ABLATION_ARMS, BASE_ARMS, run_season, write_season
 
+    if args.ablation:
+        from horcrux.echo.ablation import write_ablation
+
+        print(write_ablation(args.ablation, games=args.games, seed=args.seed, rules=args.rules))
+        return 0
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else BASE_ARMS
+    if args.all_arms:
+        arms = BASE_ARMS + ABLATION_ARMS
     season = run_season(
         args.voldemort,
         args.games,
@@ -414,6 +422,7 @@ def cmd_season(args: argparse.Namespace) -> int:
         rules=args.rules,
         switch_to=args.switch_to,
         switch_at=args.switch_at,
+        arms=arms,
     )
     data = season.as_dict()
     if args.out:
@@ -421,16 +430,22 @@ def cmd_season(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, sort_keys=True))
         return 0
+    half = args.games // 2
     print(
         f"{args.games} games vs {args.voldemort}"
         + (f" -> {args.switch_to} at game {season.switch_at}" if args.switch_to else "")
-        + f": memory on {data['win_rate_on']:.1%}, off {data['win_rate_off']:.1%};"
-        f" second half on {data['second_half_on']:.1%}, off {data['second_half_off']:.1%}"
-        f" ({data['second_half_gain_points']:+.1f} points); memory items max"
-        f" {data['memory_items_max']}, last {data['memory_items_last']}"
+        + f"; memory items max {data['memory_items_max']}, last {data['memory_items_last']}"
     )
+    for arm, rates in data["arms"].items():
+        print(
+            f"  {arm:>11}: all {rates['all']:.1%}, games {half + 1}-{args.games}"
+            f" {rates['second_half']:.1%}"
+        )
     for point in data["curve"]:
-        print(f"  games {point['games']:>9}: on {point['on']:.0%}  off {point['off']:.0%}")
+        cells = "  ".join(f"{a} {point[a]:.0%}" for a in data["arms"])
+        print(f"  games {point['games']:>9}: {cells}")
+    if data.get("thresholds_last"):
+        print(f"  threshold posterior at the end: {data['thresholds_last']}")
     if "adaptation_games" in data:
         print(f"  games to adapt after the switch: {data['adaptation_games']}")
     return 0
@@ -579,6 +594,20 @@ def build_parser() -> argparse.ArgumentParser:
     sea.add_argument("--switch-at", type=_positive, default=None, help="default: halfway")
     sea.add_argument("--out", default=None, help="write season.json (and season.png) here")
     sea.add_argument("--no-plots", action="store_true")
+    sea.add_argument(
+        "--arms",
+        default=None,
+        help="comma-separated arms (default on,off,counter; also no-style, no-beliefs, "
+        "no-patterns, no-decay)",
+    )
+    sea.add_argument("--all-arms", action="store_true", help="every arm (the layer ablations)")
+    sea.add_argument(
+        "--ablation",
+        default=None,
+        metavar="FILE",
+        help="play every opponent of the ablation table with every arm and write the "
+        "table's generated section into FILE (docs/ECHO.md)",
+    )
     sea.add_argument("--json", action="store_true")
     sea.set_defaults(func=cmd_season)
 

@@ -31,6 +31,7 @@ import struct
 import time
 import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -201,6 +202,16 @@ class PlannerHarry:
         )
         self.belief = BayesBelief(self.rules, self.mode, models=own + joined)
 
+    def adopt_memory(
+        self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
+    ) -> None:
+        """Play what cross-game memory decided (`horcrux.echo.use.memory_plan`): a fresh
+        map over `models` (the whole set, priors included) and the mode's knobs with
+        `params` overridden (numeric `PlannerParams` fields: an operator's preferences)."""
+        self.belief = BayesBelief(self.rules, self.mode, models=models)
+        if params:
+            self.params = memory_params(self.params, params)
+
     def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
         """The decision on the current belief (no side effects). Without `rng` the
         randomised pieces take their middle (no jitter, the best search)."""
@@ -259,6 +270,18 @@ class PlannerHarry:
 
 LEARNED_SHARE = 0.3
 """The prior share of cross-game memory's models when they join an `aware` mixture."""
+
+
+def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> PlannerParams:
+    """`params` with cross-game memory's overrides (`PlannerHarry.adopt_memory`); a name
+    that is no numeric knob is a ValueError naming it."""
+    update: dict[str, Any] = {}
+    for name, value in overrides.items():
+        current = getattr(params, name, None)
+        if not isinstance(current, float):
+            raise ValueError(f"memory names no numeric planner knob {name!r}")
+        update[name] = float(value)
+    return replace(params, **update)
 
 
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:

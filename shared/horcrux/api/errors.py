@@ -53,6 +53,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_request": 422,
     "unknown_brain": 422,
     "unknown_scope": 422,  # /memory: an agent that reads no memory, an opponent no brain/player
+    "not_actionable": 422,  # /memory/corrections: names nothing the planner acts on
     "unknown_item": 404,  # /memory: no such item in the scope
     "llm_unavailable": 422,
     "illegal_action": 422,

@@ -121,9 +121,17 @@ class CorrectionRequest(BaseModel):
     right: str = Field(default="", max_length=200)
     text: str = Field(default="", max_length=200)
     kind: Literal["correction", "preference"] = "correction"
-    subject: Literal["relocates", "immediate", "plant_top", "note"] = "note"
+    subject: str = Field(
+        default="note",
+        max_length=32,
+        description="what it acts on: relocates, immediate, plant_top, threshold, jitter, "
+        "near, hesitate, attack_near, timing (anything else is a 422 not_actionable)",
+    )
     rate: StrictFloat | None = Field(
-        default=None, ge=0, le=1, description="the rate it asserts (a number, not a boolean)"
+        default=None,
+        ge=0,
+        le=1,
+        description="the rate, threshold or knob value it asserts (a number, not a boolean)",
     )
 
 

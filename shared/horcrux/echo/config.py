@@ -27,7 +27,6 @@ class EchoConfigError(ValueError):
 class EchoConfig:
     pattern_threshold: int = 3
     belief_threshold: int = 5
-    skill_threshold: int = 10
     supersede_patterns: int = 5
     freeze_confidence: float = 0.97
     freeze_trials: int = 30
@@ -90,7 +89,6 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "schedule",
         "pattern_threshold",
         "belief_threshold",
-        "skill_threshold",
         "supersede_patterns",
         "freeze_confidence",
         "freeze_trials",

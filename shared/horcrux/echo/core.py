@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.decay import reinforce, retention
+from horcrux.echo.decay import evidence_discount, reinforce, retention
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     MEMORY_SCHEMA,
@@ -23,6 +23,7 @@ from horcrux.echo.model import (
     Pattern,
     Quarantined,
     Skill,
+    Style,
     Subject,
     item_id,
     protected,
@@ -148,7 +149,6 @@ class Consolidation:
     leaked: bool
     superseded: tuple[str, ...] = ()
     new_beliefs: tuple[str, ...] = ()
-    new_skills: tuple[str, ...] = ()
     archived: int = 0
     evicted: Mapping[str, int] = field(default_factory=dict)
     """Items the cap evicted, per level (the caller emits `MemoryEvicted`)."""
@@ -335,26 +335,40 @@ def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -
     return updated.model_copy(update={"conflict": conflict, "text": text[:300]})
 
 
-def _skills(items: list[AnyItem], clock: float, cfg: EchoConfig) -> list[str]:
-    made: list[str] = []
-    skilled = {it.belief_id for it in items if isinstance(it, Skill)}
-    for belief in [it for it in items if isinstance(it, Belief) and it.active]:
-        if belief.applied_ok >= cfg.skill_threshold and belief.id not in skilled:
-            skill = Skill(
-                id=item_id("skill", belief.id),
-                subject=belief.subject,
-                text="rule: " + describe(belief.subject, belief.mean),
-                created=clock,
-                last_access=clock,
-                life=cfg.half_life,
-                rate=round(belief.mean, 4),
-                belief_id=belief.id,
-                rule=f"{belief.subject}={belief.mean:.3f}",
-                valid_from=clock,
-            )
-            items.append(skill)
-            made.append(skill.id)
-    return made
+def _style(
+    memory: EchoMemory,
+    items: list[AnyItem],
+    events: Sequence[AnyEvent] | None,
+    factors: Mapping[str, float] | None,
+    clock: float,
+    cfg: EchoConfig,
+) -> None:
+    """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the played
+    filter's, or recomputed from the events over the models the start-up played), in
+    place; and end a skill left from before (history: no layer reads skills)."""
+    from horcrux.echo import style
+    from horcrux.echo.use import memory_plan
+
+    for i, it in enumerate(items):
+        if isinstance(it, Skill) and it.active:
+            items[i] = it.model_copy(update={"valid_to": clock})
+    if factors is None and events and isinstance(events[0], GameStarted):
+        from horcrux.belief.bayes import DEFAULT_MODE, MODES
+
+        plan = memory_plan(memory)
+        models = plan.models if plan is not None else MODES[DEFAULT_MODE]
+        factors = style.replay_factors(events[0].rules, models, events)
+    if factors is None:
+        return
+    index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
+    current = items[index] if index is not None else None
+    assert current is None or isinstance(current, Style)
+    discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
+    new_style = style.updated(current, factors, clock, cfg.half_life, discount)
+    if index is None:
+        items.append(new_style)
+    else:
+        items[index] = new_style
 
 
 @dataclass
@@ -418,8 +432,14 @@ def consolidate(
     clock: float | None = None,
     config: EchoConfig | None = None,
     events: Sequence[AnyEvent] | None = None,
+    factors: Mapping[str, float] | None = None,
 ) -> Consolidation:
     """Fold one finished game into its scope's memory (the end-of-game 'sleep').
+
+    `factors`: the game's Bayes factors per model unit (`echo.style.bayes_factors` of
+    the filter the game played); without them they are recomputed from `events` (the
+    compaction's case), and without events the style is left as it is (a rebuild from
+    the recent results).
 
     Idempotent per game: a game already in `memory.seen` changes nothing. The clock is
     the game's ordinal in the scope (`clock: games`) or the `clock` the caller passes
@@ -456,7 +476,7 @@ def consolidate(
     kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
     new_patterns = old_patterns + new_patterns
     folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
-    skills = _skills(folded, now, cfg)
+    _style(memory, folded, events, factors, now, cfg)
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
@@ -512,7 +532,6 @@ def consolidate(
         leaked,
         tuple(superseded),
         tuple(created),
-        tuple(skills),
         len(capped.archived),
         evicted=dict(lost),
         conflicts=conflicts,

@@ -1,4 +1,5 @@
-"""ECHO's decay: retention and reinforcement (pure; no clock: the caller's clock value)."""
+"""ECHO's decay: retention and reinforcement of items, and the discount of the style's
+evidence (pure; no clock: the caller's clock value)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,20 @@ def retention(item: AnyItem, clock: float, config: EchoConfig | None = None) -> 
     return float(0.5 ** (age / item.life))
 
 
+STYLE_LIFE_SHARE = 0.132
+"""The style's evidence half-life as a share of the items' (`half_life`): 6.6 games of
+the default 50 (a discount of 0.9 a game), 22 hours of 168 on the hours clock."""
+
+
+def evidence_discount(elapsed: float, config: EchoConfig | None = None) -> float:
+    """How much of the style's evidence (`echo.style`) survives `elapsed` clock units:
+    0.5 ** (elapsed / (half_life * STYLE_LIFE_SHARE)); 1 with decay off (never forgets)."""
+    cfg = config or default_config()
+    if not cfg.decay_enabled:
+        return 1.0
+    return float(0.5 ** (max(0.0, elapsed) / (cfg.half_life * STYLE_LIFE_SHARE)))
+
+
 def reinforce(item: AnyItem, clock: float, config: EchoConfig | None = None) -> AnyItem:
     """An access: the half-life times the multiplier (x2), the clock restarted."""
     cfg = config or default_config()
@@ -26,4 +41,4 @@ def reinforce(item: AnyItem, clock: float, config: EchoConfig | None = None) -> 
     )
 
 
-__all__ = ["LIFE_MAX_FACTOR", "reinforce", "retention"]
+__all__ = ["LIFE_MAX_FACTOR", "STYLE_LIFE_SHARE", "evidence_discount", "reinforce", "retention"]

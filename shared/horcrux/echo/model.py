@@ -13,9 +13,28 @@ from pydantic import BaseModel, ConfigDict, Field
 MEMORY_SCHEMA = 1
 """Bumped when the stored shape changes; a start-up that reads another one rebuilds."""
 
-Subject = Literal["relocates", "immediate", "plant_top", "decoy_hit", "win", "note"]
+Subject = Literal[
+    "relocates",
+    "immediate",
+    "plant_top",
+    "decoy_hit",
+    "win",
+    "note",
+    "style",
+    "threshold",
+    "jitter",
+    "near",
+    "hesitate",
+    "attack_near",
+    "timing",
+]
 ADVERSARY_SUBJECTS: tuple[Subject, ...] = ("relocates", "immediate", "plant_top")
 """The rates that set the Bayes filter's adversary parameters."""
+PARAM_SUBJECTS: tuple[Subject, ...] = ("jitter", "near", "hesitate", "attack_near", "timing")
+"""The planner knobs (`PlannerParams` fields) a preference may set."""
+ACTIONABLE_SUBJECTS: tuple[Subject, ...] = (*ADVERSARY_SUBJECTS, "threshold", *PARAM_SUBJECTS)
+"""What a correction or preference may name: each reaches the planner's decision (a rate
+of the learned models, the opponent's trigger threshold, a knob of the planner)."""
 
 
 class _Frozen(BaseModel):
@@ -151,12 +170,16 @@ class Belief(_Item):
 
 
 class Skill(_Item):
-    """A belief applied successfully `skill_threshold` times: a planner rule and a line."""
+    """A record from before: a skill restated a belief's rate (`rate`, `belief_id`), or set
+    planner knobs (`params`). No layer makes skills any more (neither kind changed a
+    measured decision: docs/ECHO.md); an active one is ended at the next consolidation
+    and kept as history (`valid_to`), never read by the planner."""
 
     level: Literal["skill"] = "skill"
-    rate: float = Field(ge=0, le=1)
-    belief_id: str
+    rate: float = Field(default=0.0, ge=0, le=1)
+    belief_id: str = ""
     rule: str
+    params: dict[str, float] = Field(default_factory=dict)
     valid_from: float
     valid_to: float | None = None
 
@@ -183,8 +206,20 @@ class Correction(_Item):
     """How many times the operator confirmed it against contradicting evidence."""
 
 
+class Style(_Item):
+    """Which of the planner's adversary models fit this opponent, across games: per model
+    unit (the level-0 group, each belief-reacting model with its threshold, `rule`,
+    `early`, the learned ones) a discounted, tempered sum of each game's log Bayes factor
+    (the in-game mixture posterior at the game's end over the prior it started from).
+    One per scope; protected (it is rewritten every game)."""
+
+    level: Literal["style"] = "style"
+    scores: dict[str, float] = Field(default_factory=dict)
+    games: int = 0
+
+
 AnyItem = Annotated[
-    Experience | Pattern | Belief | Skill | Correction, Field(discriminator="level")
+    Experience | Pattern | Belief | Skill | Correction | Style, Field(discriminator="level")
 ]
 
 
@@ -234,10 +269,13 @@ class EchoMemory(_Frozen):
     def active_skills(self) -> dict[str, Skill]:
         return {i.subject: i for i in self.items if isinstance(i, Skill) and i.active}
 
+    def style(self) -> Style | None:
+        return next((i for i in self.items if isinstance(i, Style)), None)
+
 
 def protected(item: AnyItem) -> bool:
     """Corrections, skills, frozen beliefs and superseded history survive every compaction."""
-    if isinstance(item, Correction | Skill):
+    if isinstance(item, Correction | Skill | Style):
         return True
     if isinstance(item, Belief):
         return item.frozen or not item.active or item.source == "correction"

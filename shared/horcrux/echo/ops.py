@@ -32,12 +32,13 @@ from horcrux.echo.core import (
 )
 from horcrux.echo.decay import retention
 from horcrux.echo.model import (
-    ADVERSARY_SUBJECTS,
+    ACTIONABLE_SUBJECTS,
     AnyItem,
     Belief,
     Correction,
     EchoMemory,
     Skill,
+    Style,
     Subject,
 )
 from horcrux.echo.persist import BadMemory, encode_memory, forget, load, reads_memory, startup
@@ -159,7 +160,20 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
                 evidence={"successes": item.evidence_successes, "trials": item.evidence_trials},
             )
     elif isinstance(item, Skill):
-        view.update(rule=item.rule, valid_from=item.valid_from, valid_to=item.valid_to)
+        view.update(
+            rule=item.rule, params=item.params, valid_from=item.valid_from, valid_to=item.valid_to
+        )
+    elif isinstance(item, Style):
+        from horcrux.belief.bayes import DEFAULT_MODE, MODES
+        from horcrux.echo import style
+
+        q = style.posterior(item.scores, style.units(MODES[DEFAULT_MODE]))
+        view.update(
+            games=item.games,
+            scores=item.scores,
+            posterior={u: round(p, 4) for u, p in sorted(q.items(), key=lambda kv: -kv[1])},
+            thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
+        )
     elif isinstance(item, Correction):
         view.update(
             kind=item.kind,
@@ -414,15 +428,12 @@ def correct(
     who: str = "",
     at: float = 0.0,
 ) -> dict[str, Any]:
-    """Add an operator correction (or preference) to a scope; returns the scope."""
-    if subject not in (*ADVERSARY_SUBJECTS, "note"):
-        raise UnknownScope(f"unknown subject {subject!r}")
-    if rate is not None and subject not in ADVERSARY_SUBJECTS:
-        raise UnknownScope(
-            f"a rate is read only for a subject the planner uses ({', '.join(ADVERSARY_SUBJECTS)})"
-            f"; subject {subject!r} takes no rate"
-        )
-    subj: Subject = subject
+    """Add an operator correction (or preference) to a scope; returns the scope. Only
+    what the planner acts on is accepted (`actionable`); anything else is a 422
+    `not_actionable` that lists what is (after the scope's own check)."""
+    check_scope(agent, opponent)
+    actionable(subject, rate)
+    subj: Subject = subject  # type: ignore[assignment]  # checked by `actionable`
 
     def change(memory: EchoMemory) -> EchoMemory:
         return add_correction(
@@ -437,6 +448,29 @@ def correct(
 
     detail = {"wrong": wrong, "right": right, "text": text, "subject": subject, "rate": rate}
     return _write(store, agent, opponent, change, action=kind, who=who, at=at, detail=detail)
+
+
+ACTIONABLE = (
+    "a correction or preference must name what the planner acts on, with a rate in [0, 1]: "
+    "relocates, immediate, plant_top (the learned opponent's rates: P(relocates in a game), "
+    "P(a relocation comes at once after my positive), P(a decoy goes where the planting "
+    "rule expects)); threshold (Harry's occupancy at which the opponent relocates); "
+    "jitter, near, hesitate, attack_near, timing (the planner's knobs)"
+)
+
+
+class NotActionable(HorcruxError):
+    """A correction or preference that names nothing the planner can act on."""
+
+    code = "not_actionable"
+
+
+def actionable(subject: str, rate: float | None) -> None:
+    """Raise NotActionable unless `subject` is one the planner acts on and has a rate."""
+    if subject not in ACTIONABLE_SUBJECTS:
+        raise NotActionable(f"subject {subject!r} reaches no decision; {ACTIONABLE}")
+    if rate is None:
+        raise NotActionable(f"subject {subject!r} needs a rate; {ACTIONABLE}")
 
 
 def confirm(

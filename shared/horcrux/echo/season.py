@@ -1,25 +1,45 @@
-"""`horcrux season`: consecutive games against one opponent with memory on, and again on
-the same seeds with memory off (paired), in process and pure (no store, no clock).
+"""`horcrux season`: consecutive games against one opponent, on the same seeds in every
+arm (paired), in process and pure (no store, no clock).
 
-Memory on: before each game the scope's memory gives the planner its adversary models
-(`adversary_models`); after it the game's summary is consolidated (`consolidate`), as the
-compaction Lambda does. Memory off: the planner's defaults. `switch` changes the
-opponent's style at game `switch_at` (the adaptation measure)."""
+Arms (`ARMS`):
+
+* `on`: full memory: before each game `memory_plan` gives the planner its models and
+  knobs (`PlannerHarry.adopt_memory`); after it the game is consolidated (`consolidate`,
+  with the played filter's Bayes factors), as the compaction does;
+* `off`: the planner's defaults;
+* `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
+  counted over every game so far, handed to the planner through the same mapping;
+* layer ablations, full memory with one layer off: `no-style` (the cross-game model
+  posterior), `no-beliefs` (the rate beliefs' learned models), `no-patterns` (every
+  experience its own pattern: `pattern_threshold` 1), `no-decay` (decay off: items never
+  fade, the style's evidence is never discounted).
+
+`switch` changes the opponent's style at game `switch_at` (the adaptation measure)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from horcrux import engine, rng
 from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
+from horcrux.echo import style
+from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.core import consolidate
 from horcrux.echo.model import EchoMemory
-from horcrux.echo.use import adversary_models, learned_rates
+from horcrux.echo.use import (
+    ALL_LAYERS,
+    Layers,
+    MemoryPlan,
+    joined_models,
+    learned_rates,
+    memory_plan,
+    rate_models,
+)
 from horcrux.models import GameStarted, HarryMoved, Seat, VoldemortMoved
 from horcrux.rules import PRESETS, RuleSet
 from horcrux.store.port import BeliefPoint, SeatInfo
@@ -27,19 +47,38 @@ from horcrux.store.results import GameSummary
 from horcrux.views import harry_view, voldemort_view
 
 AGENT = "planner"
+BASE_ARMS = ("on", "off", "counter")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-patterns", "no-decay")
+ARMS = BASE_ARMS + ABLATION_ARMS
+LAYERS_OF: dict[str, Layers] = {
+    "on": ALL_LAYERS,
+    "no-style": replace(ALL_LAYERS, style=False),
+    "no-beliefs": replace(ALL_LAYERS, beliefs=False),
+    "no-patterns": ALL_LAYERS,
+    "no-decay": ALL_LAYERS,
+}
+
+Events = list[GameStarted | HarryMoved | VoldemortMoved]
+
+
+@dataclass(frozen=True)
+class Played:
+    summary: GameSummary
+    events: Events
+    factors: dict[str, float]
+    """The game's Bayes factors per model unit (what the style consolidates)."""
 
 
 def play(
-    rules: RuleSet, seed: int, voldemort: str, memory: EchoMemory | None, game_id: str
-) -> tuple[GameSummary, list[GameStarted | HarryMoved | VoldemortMoved]]:
-    """One game of the planner (with the memory's adversary models, if any) -> summary."""
-    models = adversary_models(memory)
+    rules: RuleSet, seed: int, voldemort: str, plan: MemoryPlan | None, game_id: str
+) -> Played:
+    """One game of the planner (with the memory's plan, if any)."""
     harry = PlannerHarry(rules)
-    if models:
-        harry.adopt_models(models)
+    if plan is not None:
+        harry.adopt_memory(plan.models, plan.params)
     vold = VOLDEMORT_BRAINS.create(voldemort, rules)
     state, started = engine.new_game(rules, seed)
-    events: list[GameStarted | HarryMoved | VoldemortMoved] = [started]
+    events: Events = [started]
     history: list[BeliefPoint] = []
     while not state.over:
         event: HarryMoved | VoldemortMoved
@@ -64,7 +103,50 @@ def play(
         "voldemort": SeatInfo(kind="ai", brain=voldemort),
     }
     summary = summarise_game(events, game_id=game_id, seats=seats, belief_history=history)
-    return summary, events
+    harry.sync(harry_view(state))  # the game's last turn too (what a replay folds in)
+    factors = style.bayes_factors(harry.belief.models, harry.belief.model_weights().tolist())
+    return Played(summary, events, factors)
+
+
+class Arm:
+    """One arm's memory across the season: plans each game, learns from it."""
+
+    def __init__(self, name: str, opponent: str, config: EchoConfig) -> None:
+        if name not in ARMS:
+            raise ValueError(f"unknown season arm {name!r}; known: {', '.join(ARMS)}")
+        self.name = name
+        self.config = config
+        if name == "no-patterns":
+            self.config = replace(config, pattern_threshold=1)
+        elif name == "no-decay":
+            self.config = replace(config, decay_enabled=False)
+        self.memory = EchoMemory(agent=AGENT, opponent=opponent)
+        self.counter = CounterBaseline()
+        self.leaks = 0
+
+    def plan(self) -> MemoryPlan | None:
+        if self.name == "off":
+            return None
+        if self.name == "counter":
+            learned = rate_models(self.counter.rates())
+            return MemoryPlan(joined_models(learned)) if learned else None
+        return memory_plan(self.memory, LAYERS_OF[self.name])
+
+    def learn(self, played: Played) -> None:
+        if self.name == "off":
+            return
+        if self.name == "counter":
+            self.counter.add(played.summary, played.events)
+            return
+        result = consolidate(
+            self.memory,
+            played.summary,
+            config=self.config,
+            events=played.events,
+            factors=played.factors,
+        )
+        self.leaks += result.leaked
+        self.memory = result.memory
 
 
 @dataclass
@@ -74,11 +156,23 @@ class Season:
     switch_at: int | None
     seed: int
     games: int
-    on: list[int] = field(default_factory=list)
-    off: list[int] = field(default_factory=list)
+    arms: tuple[str, ...] = BASE_ARMS
+    wins: dict[str, list[int]] = field(default_factory=dict)
     size: list[int] = field(default_factory=list)
     leaks: int = 0
     rates: list[dict[str, float | None]] = field(default_factory=list)
+    thresholds: list[dict[str, float]] = field(default_factory=list)
+    """The `on` arm's threshold posterior after each game."""
+    memory: EchoMemory | None = None
+    """The `on` arm's memory at the end."""
+
+    @property
+    def on(self) -> list[int]:
+        return self.wins.get("on", [])
+
+    @property
+    def off(self) -> list[int]:
+        return self.wins.get("off", [])
 
     def window(self, arm: list[int], start: int, end: int) -> float:
         part = arm[start:end]
@@ -90,34 +184,48 @@ class Season:
         curve = [
             {
                 "games": f"{s + 1}-{min(n, s + curve_window)}",
-                "on": round(self.window(self.on, s, s + curve_window), 4),
-                "off": round(self.window(self.off, s, s + curve_window), 4),
+                **{a: round(self.window(w, s, s + curve_window), 4) for a, w in self.wins.items()},
             }
             for s in range(0, n, curve_window)
         ]
+        arms = {
+            a: {
+                "all": round(self.window(w, 0, n), 4),
+                "second_half": round(self.window(w, half, n), 4),
+            }
+            for a, w in self.wins.items()
+        }
         out: dict[str, Any] = {
             "voldemort": self.voldemort,
             "switch_to": self.switch_to,
             "switch_at": self.switch_at,
             "seed": self.seed,
             "games": n,
-            "win_rate_on": round(self.window(self.on, 0, n), 4),
-            "win_rate_off": round(self.window(self.off, 0, n), 4),
-            "second_half_on": round(self.window(self.on, half, n), 4),
-            "second_half_off": round(self.window(self.off, half, n), 4),
-            "second_half_gain_points": round(
-                100 * (self.window(self.on, half, n) - self.window(self.off, half, n)), 1
-            ),
+            "arms": arms,
             "curve": curve,
             "memory_items_max": max(self.size, default=0),
             "memory_items_last": self.size[-1] if self.size else 0,
             "memory_items": self.size,
             "leaks": self.leaks,
             "learned_last": self.rates[-1] if self.rates else {},
-            "wins_on": self.on,
-            "wins_off": self.off,
+            "thresholds_last": self.thresholds[-1] if self.thresholds else {},
+            "wins": self.wins,
         }
-        if self.switch_at is not None:
+        if "on" in self.wins and "off" in self.wins:
+            out.update(
+                win_rate_on=arms["on"]["all"],
+                win_rate_off=arms["off"]["all"],
+                second_half_on=arms["on"]["second_half"],
+                second_half_off=arms["off"]["second_half"],
+                second_half_gain_points=round(
+                    100 * (arms["on"]["second_half"] - arms["off"]["second_half"]), 1
+                ),
+            )
+        if "on" in self.wins and "counter" in self.wins:
+            out["second_half_over_counter_points"] = round(
+                100 * (arms["on"]["second_half"] - arms["counter"]["second_half"]), 1
+            )
+        if self.switch_at is not None and "on" in self.wins and "off" in self.wins:
             out["adaptation_games"] = adaptation_games(self, self.switch_at)
         return out
 
@@ -140,7 +248,7 @@ def run_season(
     rules: str = "classic",
     switch_to: str | None = None,
     switch_at: int | None = None,
-    memory_off: bool = True,
+    arms: Sequence[str] = BASE_ARMS,
     config: EchoConfig | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Season:
@@ -148,25 +256,40 @@ def run_season(
     rule_set = PRESETS[rules]
     if switch_to is not None and switch_at is None:
         switch_at = games // 2
-    season = Season(voldemort, switch_to, switch_at, seed, games)
-    memory = EchoMemory(agent=AGENT, opponent=voldemort.split(":", 1)[0])
+    names = tuple(dict.fromkeys(arms))
+    opponent = voldemort.split(":", 1)[0]
+    state = {a: Arm(a, opponent, cfg) for a in names}
+    season = Season(voldemort, switch_to, switch_at, seed, games, names)
+    season.wins = {a: [] for a in names}
     for g in range(games):
         opp = switch_to if switch_to and switch_at is not None and g >= switch_at else voldemort
-        summary, events = play(rule_set, seed + g, opp, memory, f"season-{seed + g}")
-        season.on.append(int(summary.winner == "harry"))
-        result = consolidate(memory, summary, config=cfg, events=events)
-        season.leaks += result.leaked
-        memory = result.memory
-        season.size.append(len(memory.items))
-        season.rates.append(
-            {k: None if v is None else round(v, 3) for k, v in learned_rates(memory).items()}
-        )
-        if memory_off:
-            off, _ = play(rule_set, seed + g, opp, None, f"season-off-{seed + g}")
-            season.off.append(int(off.winner == "harry"))
+        for name, arm in state.items():
+            played = play(rule_set, seed + g, opp, arm.plan(), f"season-{seed + g}")
+            season.wins[name].append(int(played.summary.winner == "harry"))
+            arm.learn(played)
+        main = state.get("on")
+        if main is not None:
+            memory = season.memory = main.memory
+            season.leaks = main.leaks
+            season.size.append(len(memory.items))
+            season.rates.append(
+                {k: None if v is None else round(v, 3) for k, v in learned_rates(memory).items()}
+            )
+            season.thresholds.append(thresholds_of(memory))
         if progress is not None:
             progress(g)
     return season
+
+
+def thresholds_of(memory: EchoMemory) -> dict[str, float]:
+    """The memory's threshold posterior (the belief-reacting models' trigger)."""
+    found = memory.style()
+    if found is None:
+        return {}
+    from horcrux.echo.use import adversary_models
+
+    q = style.posterior(found.scores, style.units(joined_models(adversary_models(memory))))
+    return {f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()}
 
 
 def write_season(data: dict[str, Any], out: str, *, plot: bool = True) -> list[str]:
@@ -190,8 +313,8 @@ def write_season(data: dict[str, Any], out: str, *, plot: bool = True) -> list[s
         return written
     xs = list(range(1, len(data["curve"]) + 1))
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    ax.plot(xs, [p["on"] for p in data["curve"]], marker="o", label="memory on")
-    ax.plot(xs, [p["off"] for p in data["curve"]], marker="s", label="memory off")
+    for arm, marker in zip(data["arms"], "os^vx+*d", strict=False):
+        ax.plot(xs, [p[arm] for p in data["curve"]], marker=marker, label=arm)
     ax.set_xticks(xs, [p["games"] for p in data["curve"]], rotation=45, fontsize=7)
     ax.set_ylabel("win rate")
     title = f"season vs {data['voldemort']}"

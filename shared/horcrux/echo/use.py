@@ -1,22 +1,36 @@
-"""What the memory is for: the Bayes filter's adversary parameters, and one line of L1.
+"""What the memory is for: the planner's adversary models and knobs, and one line of L1.
 
-* `learned_rates`: per adversary subject, the rate a skill (first) or an active belief
-  states, else None.
-* `adversary_models`: those rates as `AdversaryModel`s for `BayesBelief(models=...)`: a
-  `trigger` model (trigger = P(a relocation comes at once after my positive), plant =
-  P(a decoy is planted at my top location)), a `hazard` model for the relocations that
-  come later, and a `static` one, weighted by P(relocates). None when nothing is learned
-  yet: the caller keeps the filter's defaults.
-* `memory_line`: the skills, corrections and beliefs in one short line of plain data (the
+* `learned_rates`: per adversary subject, the rate the active belief states (an
+  evidence belief, or an operator's correction belief), else None.
+* `rate_models`: three rates as the two `AdversaryModel`s of the learned opponent: a
+  `trigger` model (prior max(0.1, P(relocates) x P(at once)), plant = P(decoy where the
+  planting rule expects)) and a `static` one for the rest (its plant rate discounted by
+  the share of late relocations). `adversary_models(memory)` is that on the memory's
+  rates (None: nothing learned). The `counter` baseline feeds its rates to the same
+  mapping.
+* `memory_plan`: what one game's planner plays with (`PlannerHarry.adopt_memory`): the
+  default mixture plus the learned models, every prior set by the `Style` posterior
+  (which models fit this opponent across games, `echo.style`), and the `PlannerParams`
+  overrides of the operator's preferences. `Layers` switches
+  each layer off for the season's ablations.
+* `memory_line`: the corrections and beliefs in one short line of plain data (the
   context cleans it, labels it as memory and fits it to the token budget).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.model import ADVERSARY_SUBJECTS, Belief, Correction, EchoMemory, Skill
+from horcrux.echo.model import (
+    ADVERSARY_SUBJECTS,
+    PARAM_SUBJECTS,
+    Belief,
+    Correction,
+    EchoMemory,
+)
 from horcrux.echo.recall import recall
 
 if TYPE_CHECKING:  # numpy comes with the belief map: imported where models are built
@@ -25,35 +39,37 @@ if TYPE_CHECKING:  # numpy comes with the belief map: imported where models are 
 TRIGGER_FLOOR = 0.1
 DEFAULT_RATES = {"relocates": 0.8, "immediate": 0.8, "plant_top": 0.8}
 LINE_QUERY = "voldemort relocates horcrux after my positive decoy top location attack"
+LEARNED_SHARE = 0.3
+"""The learned models' share of the prior while no style posterior weighs them."""
 
 
-def learned_rates(memory: EchoMemory) -> dict[str, float | None]:
-    skills = memory.active_skills()
+def learned_rates(
+    memory: EchoMemory, *, evidence: bool = True, corrections: bool = True
+) -> dict[str, float | None]:
+    """Per adversary subject, the active belief's mean (None: no belief). `evidence` /
+    `corrections`: whether beliefs from the games / from an operator count."""
     beliefs = memory.active_beliefs()
     out: dict[str, float | None] = {}
     for subject in ADVERSARY_SUBJECTS:
-        if subject in skills:
-            out[subject] = skills[subject].rate
-        elif subject in beliefs:
-            out[subject] = beliefs[subject].mean
-        else:
-            out[subject] = None
+        b = beliefs.get(subject)
+        use = b is not None and (corrections if b.source == "correction" else evidence)
+        out[subject] = b.mean if use and b is not None else None
     return out
 
 
-def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | None:
-    """The learned adversary as Bayes models (None: nothing learned, keep the defaults)."""
+def rate_models(rates: Mapping[str, float | None]) -> tuple[AdversaryModel, ...] | None:
+    """Three learned rates as Bayes models (None: nothing learned, keep the defaults)."""
     from horcrux.belief.bayes import AdversaryModel
 
-    if memory is None:
+    if all(rates.get(k) is None for k in ADVERSARY_SUBJECTS):
         return None
-    rates = learned_rates(memory)
-    if all(v is None for v in rates.values()):
-        return None
-    r = rates["relocates"] if rates["relocates"] is not None else DEFAULT_RATES["relocates"]
-    t = rates["immediate"] if rates["immediate"] is not None else DEFAULT_RATES["immediate"]
-    plant = rates["plant_top"] if rates["plant_top"] is not None else DEFAULT_RATES["plant_top"]
-    trigger_prior = round(max(TRIGGER_FLOOR, r * t), 4)
+
+    def rate(k: str) -> float:
+        v = rates.get(k)
+        return DEFAULT_RATES[k] if v is None else v
+
+    r, t, plant = rate("relocates"), rate("immediate"), rate("plant_top")
+    trigger_prior = round(min(1.0 - TRIGGER_FLOOR, max(TRIGGER_FLOOR, r * t)), 4)
     # relocations that do not follow a positive at once are not what either filter
     # expects; the static filter then trusts its decoy model less, in that proportion
     static_plant = round(plant * (1.0 - r * (1.0 - t)), 3)
@@ -65,14 +81,109 @@ def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | 
     )
 
 
+def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | None:
+    """The learned adversary as Bayes models (None: nothing learned, keep the defaults)."""
+    return None if memory is None else rate_models(learned_rates(memory))
+
+
+@dataclass(frozen=True)
+class Layers:
+    """Which layers reach the planner (all, in play; the season switches them off one by
+    one). `beliefs`: the rate beliefs' learned models; `style`: the cross-game posterior
+    over the models (their priors, thresholds included); `corrections`: the operator's
+    corrections and preferences."""
+
+    beliefs: bool = True
+    style: bool = True
+    corrections: bool = True
+
+
+ALL_LAYERS = Layers()
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """One game's planner: its filter's whole model set (with priors) and knob overrides."""
+
+    models: tuple[AdversaryModel, ...]
+    params: dict[str, float] = field(default_factory=dict)
+
+
+def joined_models(
+    learned: tuple[AdversaryModel, ...] | None,
+    scores: Mapping[str, float] | None = None,
+) -> tuple[AdversaryModel, ...]:
+    """The default mixture plus the learned models (renamed `learned-...`, outside the
+    level-0 map, LEARNED_SHARE of the prior), every prior then reweighted by the style
+    posterior `scores` (None: as they are)."""
+    from horcrux.belief.bayes import DEFAULT_MODE, MODES
+    from horcrux.echo import style
+
+    own = MODES[DEFAULT_MODE]
+    models = own
+    if learned:
+        total = sum(m.prior for m in own)
+        learned_total = sum(m.prior for m in learned) or 1.0
+        scale = LEARNED_SHARE / (1.0 - LEARNED_SHARE) * total / learned_total
+        models = own + tuple(
+            replace(m, name=f"learned-{m.name}", prior=m.prior * scale, level0=False)
+            for m in learned
+        )
+    if not scores:
+        return models
+    default = style.units(models)
+    q = style.posterior(scores, default, floor=style.FLOOR)
+    total = sum(m.prior for m in models)
+    return tuple(
+        replace(m, prior=q[style.unit_of(m)] * (m.prior / total) / default[style.unit_of(m)])
+        for m in models
+    )
+
+
+def memory_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryPlan | None:
+    """What the planner plays with from this memory (None: nothing learned, its defaults)."""
+    from horcrux.echo import style
+
+    if memory is None:
+        return None
+    learned = (
+        rate_models(learned_rates(memory, evidence=layers.beliefs, corrections=layers.corrections))
+        if layers.beliefs or layers.corrections
+        else None
+    )
+    found = memory.style()
+    scores: dict[str, float] = dict(found.scores) if found and layers.style else {}
+    params: dict[str, float] = {}
+    if layers.corrections:
+        for c in memory.items:
+            if not isinstance(c, Correction) or c.valid_to is not None or c.rate is None:
+                continue
+            if c.subject in PARAM_SUBJECTS:
+                params[c.subject] = c.rate
+            elif c.subject == "threshold":
+                nearest = nearest_threshold(c.rate)
+                for unit in (f"belief@{nearest:g}", f"belief@{nearest:g}/naive"):
+                    scores[unit] = scores.get(unit, 0.0) + style.CORRECTION_NATS
+    if learned is None and not scores and not params:
+        return None
+    return MemoryPlan(joined_models(learned, scores or None), params)
+
+
+def nearest_threshold(rate: float) -> float:
+    """The belief models' threshold nearest to an asserted one."""
+    from horcrux.belief.bayes import BELIEF_THRESHOLDS
+
+    return min(BELIEF_THRESHOLDS, key=lambda t: (abs(t - rate), t))
+
+
 def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> str | None:
-    """At most one line for the L1 context: skills, then corrections, then beliefs, as
-    data (never instructions), cut to `memory_line_chars` and cleaned."""
+    """At most one line for the L1 context: corrections, then beliefs, as data (never
+    instructions), cut to `memory_line_chars` and cleaned."""
     if memory is None or not memory.items:
         return None
     cfg = config or default_config()
     ranked = recall(memory, LINE_QUERY, config=cfg)
-    order: dict[type, int] = {Skill: 0, Correction: 1, Belief: 2}
+    order: dict[type, int] = {Correction: 0, Belief: 1}
     picked = sorted(
         (r for r in ranked if type(r.item) in order),
         key=lambda r: (order[type(r.item)], -r.score),

@@ -104,7 +104,7 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
         return MemoryRead()
     from horcrux.compaction import scope_of
     from horcrux.echo.persist import startup
-    from horcrux.echo.use import adversary_models, memory_line
+    from horcrux.echo.use import memory_line, memory_plan
 
     scope = scope_of(snapshot.seats)
     if scope is None:
@@ -123,11 +123,16 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
         counts[f"rebuilt:{got.rebuilt}"] += 1
         status = f"rebuilt:{got.rebuilt}"
         log.warning("memory of %s vs %s rebuilt from the events (%s)", *scope, got.rebuilt)
-    models = adversary_models(got.memory)
+    plan = memory_plan(got.memory)
     line = memory_line(got.memory)
-    if models is None and line is None:
+    if plan is None and line is None:
         return MemoryRead(status=status)
-    body = {"models": [asdict(m) for m in models] if models else None, "line": line}
+    body = {  # v2: the whole model set and the knobs (`PlannerHarry.adopt_memory`)
+        "v": 2,
+        "models": [asdict(m) for m in plan.models] if plan else None,
+        "params": plan.params if plan else {},
+        "line": line,
+    }
     return MemoryRead(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), status)
 
 
@@ -147,12 +152,17 @@ def apply_memory(
 
     try:
         body = json.loads(read.pin)
-        models = tuple(AdversaryModel(**m) for m in body.get("models") or ())
+        models = tuple(
+            AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))})
+            for m in body.get("models") or ()
+        )
+        if body.get("v") == 2 and models:
+            planner.adopt_memory(models, body.get("params") or {})
+        elif models:  # a pin from before (learned models only): joined to the defaults
+            planner.adopt_models(models)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
         return MemoryRead(status=read.status)
-    if models:
-        planner.adopt_models(models)
     if isinstance(brain, GatedHarry) and body.get("line"):
         brain.memory.memory_line = str(body["line"])
     counts["applied"] += 1
