@@ -668,8 +668,8 @@ class _Filters:
                 hi = self._hazard_idx
                 moved3 = w[1:, hi] * self._hazard_rate[None, :, None]
                 moved_total[hi] += moved3.sum(axis=(0, 2))
-                rows = moved3.reshape(-1, moved3.shape[2])
-                incoming = (rows @ tab.down) @ tab.up - tab.k * rows
+                flat3 = moved3.reshape(-1, moved3.shape[2])
+                incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
                 w[1:, hi] -= moved3
                 w[:-1, hi] += incoming.reshape(moved3.shape) * share
             if self._belief and maps is not None:
