@@ -431,3 +431,42 @@ def test_an_adversary_who_plants_anywhere_raises_every_free_locations_decoy_odds
     again = BayesBelief.restore(CLASSIC, robust.snapshot())
     assert (again.marginals() == robust.marginals()).all()
     assert [m.placement for m in again.models][-1] == "random"
+
+
+def _planner_records(seed: int, voldemort: str) -> list[HarryRecord]:
+    from horcrux.models import HarryMoved
+    from horcrux.sim import play_game
+
+    result = play_game(CLASSIC, seed, "planner", voldemort, keep_events=True)
+    assert result.events is not None
+    return [
+        HarryRecord(turn=e.turn, action=e.action, observations=e.observations)
+        for e in result.events
+        if isinstance(e, HarryMoved)
+    ]
+
+
+@pytest.mark.parametrize("voldemort", ["shadow", "reference"])
+def test_belief_models_share_a_row_until_one_fires_and_match_separate_filters(
+    voldemort: str,
+) -> None:
+    # the `aware` threshold models (and `rule`) differ only in when they fire: they run
+    # one filter row per map they read until one of them moves, then split off; the map
+    # is the one of thirteen separate filters (to rounding)
+    models = MODES["aware"]
+    splits = 0
+    for seed in range(2):
+        merged = BayesBelief(CLASSIC, "aware")
+        separate = BayesBelief(CLASSIC, "aware", merge=False)
+        assert separate._filters.count == len(models)
+        assert merged._filters.count == len(models) - 7  # 4 naive + 5 own (with rule): 2 rows
+        for record in _planner_records(seed, voldemort):
+            merged.update(record)
+            separate.update(record)
+            assert merged.marginals() == pytest.approx(separate.marginals(), abs=1e-12)
+            assert merged.model_weights() == pytest.approx(separate.model_weights(), abs=1e-12)
+            assert merged.model_marginals() == pytest.approx(separate.model_marginals(), abs=1e-12)
+        splits += merged._filters.count - (len(models) - 7)
+        restored = BayesBelief.restore(CLASSIC, merged.snapshot())
+        assert np.array_equal(restored.marginals(), merged.marginals())
+    assert splits > 0  # some models did fire and split off
