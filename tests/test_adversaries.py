@@ -342,21 +342,3 @@ def test_learned_models_join_the_aware_mixture_without_replacing_it() -> None:
     np.testing.assert_allclose(maps["naive"], mixture.marginals(), atol=1e-9)
     again = PlannerHarry.restore(CLASSIC, brain.snapshot())
     assert again.belief.models == brain.belief.models
-
-
-def test_mirror_and_the_belief_models_break_rounding_ties_by_board_order() -> None:
-    # occupancies a hair apart (rounding of the same sum in another order) are equal:
-    # mirror's decoy and a belief model's "top Horcrux of the set" take the first in
-    # board order, whatever the noise says
-    from horcrux.agents.adversaries import _first_top
-    from horcrux.belief.bayes import _BeliefPlan, _tables
-
-    free = ["a", "b", "c"]
-    assert _first_top(free, {"a": 0.4, "b": 0.4 + 1e-15, "c": 0.1}) == "a"
-    assert _first_top(free, {"a": 0.4, "b": 0.4 + 1e-6, "c": 0.1}) == "b"
-    harry = np.array([0.1, 0.5, 0.5 + 1e-15, 0.2, 0.5 - 1e-15, 0.2])
-    plan = _BeliefPlan(_tables(6, 2), harry)
-    sets = plan.tab.sets
-    assert plan.top_loc[sets.index((1, 2))] == 1
-    assert plan.top_loc[sets.index((2, 4))] == 2
-    assert plan.top_loc[sets.index((0, 3))] == 3

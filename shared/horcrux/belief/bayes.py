@@ -35,17 +35,6 @@ Model averaging (`mixture`)
     a passive adversary soon leaves the `static` model in charge and the reference one the
     `trigger` model. Marginals are the weighted average of the models' marginals.
 
-Shared rows (speed, not an approximation)
-    `belief` models that differ only in when they fire (threshold, spread, the `rule`
-    model's thresholds and hesitation; not in what they plant or where they move) run
-    identical filters until one of them fires: they share one row of the stacked filters
-    (`aware`: 13 models on 6 rows at the start), and a model leaves its row, with a copy
-    of it, the first turn its trigger can fire. The map equals that of one row per model
-    (`merge=False`) up to rounding (a test checks 1e-12 over whole games). Rounding can
-    differ in the last bits between the two, so ties are read with a tolerance where a
-    choice depends on them: a set's top location for a belief model is the first (board
-    order) within `TIE` = 1e-9 of its highest occupancy.
-
 Entropy
     `entropy()` is the entropy in bits of the normalised marginal map m / k. Because each
     m_i <= 1, it is at least log2(k) (reached when Harry is sure of all k locations);
