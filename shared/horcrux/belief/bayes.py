@@ -752,11 +752,11 @@ class _Filters:
                         self._split(i)
                         moved_total = np.append(moved_total, 0.0)
                         w = self.w
-                for i, model, read in movers:
-                    if read not in plans:
-                        plans[read] = self._belief_moves(harry[read])
+                for i, model, key in movers:
+                    if key not in plans:
+                        plans[key] = self._belief_moves(harry[key])
                     row = int(self.row_of[i])
-                    moved_total[row] += self._move_belief(row, model, plans[read], harry)
+                    moved_total[row] += self._move_belief(row, model, plans[key], harry)
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
