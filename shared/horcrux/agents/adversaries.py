@@ -197,21 +197,10 @@ class MirrorVoldemort:
                 return Relocate(from_location=source, to_location=target)
         if view.decoys_left > 0:
             prior = view.horcruxes_left / len(self.rules.locations)
-            best = _first_top(free, m)
+            best = max(free, key=lambda loc: m[loc])
             if m[best] > prior:
                 return PlantDecoy(location=best)
         return Pass()
-
-
-def _first_top(free: list[str], m: dict[str, float]) -> str:
-    """The first free location (board order) within TIE of the copy's top one: equal
-    occupancies break by board order, not by which of them rounding put a hair higher."""
-    top = max(m[loc] for loc in free)
-    return next(loc for loc in free if m[loc] >= top - TIE)
-
-
-TIE = 1e-9
-"""Occupancies closer than this are equal to `mirror` (rounding noise, not belief)."""
 
 
 class AmbushVoldemort(MirrorVoldemort):

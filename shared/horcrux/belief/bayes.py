@@ -229,9 +229,6 @@ MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ab
 MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
-TIE = 1e-9
-"""Occupancies closer than this are equal (rounding noise, not belief): which location of a
-set a belief-reacting adversary sees as its top breaks such ties by board order."""
 TOP_BAND = 0.02
 """A `belief` decoy: the free locations within this much of Harry's top one are one group."""
 
@@ -455,10 +452,9 @@ class _BeliefPlan:
         if self._top is None:  # built once, when a threshold model needs it
             sets = self.tab.set_array
             values = self.harry[sets]  # (sets, k), locations in ascending order
-            top = values.max(axis=1)
-            # the first of equals (within TIE: rounding noise is no preference): the lowest
-            pick = (values >= (top - TIE)[:, None]).argmax(axis=1)
-            self._top = (top, sets[np.arange(len(sets)), pick])
+            pick = values.argmax(axis=1)  # the first of equals: the lowest location
+            rows = np.arange(len(sets))
+            self._top = (values[rows, pick], sets[rows, pick])
         return self._top
 
     @property
@@ -493,26 +489,6 @@ class _BeliefPlan:
         return out
 
 
-def _merge_key(
-    model: AdversaryModel, i: int, charges: FloatArray | None, decoys: FloatArray | None
-) -> tuple[Any, ...]:
-    """Models with equal keys run identical filters until one of them fires: `belief`
-    models that differ only in their trigger (threshold, spread, rule, hesitation), name
-    and prior. Every other model is its own key."""
-    if model.motion != "belief":
-        return (i,)
-    return (
-        model.trigger,
-        model.plant,
-        model.placement,
-        model.destination,
-        model.scatter,
-        "own" if model.reads == "rule" else model.reads,
-        None if charges is None else tuple(charges[i].tolist()),
-        None if decoys is None else tuple(decoys[i].tolist()),
-    )
-
-
 class _Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
 
@@ -531,65 +507,32 @@ class _Filters:
         decoys: int,
         charge_prior: Prior | None = None,
         decoy_prior: Prior | None = None,
-        merge: bool = True,
     ) -> None:
-        self.all_models = models
+        self.models = models
         self.n = n
         self.tab = _tables(n, k)
-        charge_rows = decoy_rows = None
-        if charge_prior is not None:  # one row for every model, or one per model
-            charge_rows = _prior_rows(charge_prior, len(models), charges, "charge_prior", "r = 0..")
-        if decoy_prior is not None:  # decoys already planted, for the models that plant
-            decoy_rows = _prior_rows(decoy_prior, len(models), decoys, "decoy_prior", "used 0..")
-        # the filter rows: one per model, except that `belief` models identical but for
-        # when they fire share one row until one of them fires (`_split`)
-        members: list[list[int]] = []
-        keys: dict[tuple[Any, ...], int] = {}
-        for i, m in enumerate(models):
-            key = _merge_key(m, i, charge_rows, decoy_rows) if merge else (i,)
-            if key in keys:
-                members[keys[key]].append(i)
-            else:
-                keys[key] = len(members)
-                members.append([i])
-        self.members = members
-        self.row_of: IntArray = np.zeros(len(models), dtype=np.intp)
-        for row, group in enumerate(members):
-            self.row_of[group] = row
-        heads = [group[0] for group in members]
-        count = len(members)
+        self.count = count = len(models)
         self.w: FloatArray = np.zeros((charges + 1, count, len(self.tab.sets)))
-        if charge_rows is None:
+        if charge_prior is None:
             self.w[charges] = 1.0 / len(self.tab.sets)
-        else:
-            self.w[:] = charge_rows[heads].T[:, :, None] / len(self.tab.sets)
+        else:  # one row for every model, or one per model
+            prior = _prior_rows(charge_prior, count, charges, "charge_prior", "r = 0..")
+            self.w[:] = prior.T[:, :, None] / len(self.tab.sets)
         self.c: FloatArray = np.zeros((count, n))
         self.used: FloatArray = np.zeros((count, decoys + 1))
-        if decoy_rows is None:
+        if decoy_prior is None:
             self.used[:, 0] = 1.0
-        else:
-            self.used[:] = decoy_rows[heads]
+        else:  # decoys already planted, for the models that plant
+            self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
         self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
         self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
-        self._derive()
-
-    def _derive(self) -> None:
-        """The per-row lists the steps use (again after a `_split`)."""
-        models = tuple(self.all_models[group[0]] for group in self.members)
-        self.models = models  # each row's first model: its members move and plant alike
-        self.count = len(models)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
         self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
-        self._moving = [
-            (i, m)
-            for i, m in enumerate(self.all_models)
-            if m.motion == "belief" and m.trigger > 0.0
-        ]
         # the vectorised steps: the hazard models as one stack, the threshold models as one
         # stack per map they read (one plan each), the `rule` models one by one
         self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
@@ -603,12 +546,12 @@ class _Filters:
                 "own" if m.reads == "rule" else m.reads,
                 m.threshold - m.spread if m.spread > 0.0 else m.threshold,
             )
-            for i, m in self._moving
+            for i, m in self._belief
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
-        self._index: dict[tuple[int, int, int, int], tuple[IntArray, IntArray]] = {}
+        self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._marginal: FloatArray | None = None
 
     @property
@@ -735,28 +678,15 @@ class _Filters:
             if self._belief and harry is not None:
                 plans: dict[str, _BeliefPlan] = {}
                 peak: dict[str, float] = {}
-                movers: list[tuple[int, AdversaryModel, str]] = []
                 for i, model, key, floor in self._belief_floor:
-                    if model.reads == "rule":
-                        attack = harry["attack"]
-                        if float(attack[int(np.argmax(attack))]) <= 0.0:
-                            continue  # the rule does not attack: nothing moves
-                    else:  # the plan's top_max is the map's maximum
+                    if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
                             peak[key] = float(harry[key].max())
-                        if peak[key] < floor or (model.spread > 0.0 and peak[key] <= floor):
+                        if peak[key] < floor:
                             continue  # the model cannot fire: nothing moves
-                    movers.append((i, model, key))
-                for i, _, _ in movers:  # a model that moves leaves the row it shares
-                    if len(self.members[int(self.row_of[i])]) > 1:
-                        self._split(i)
-                        moved_total = np.append(moved_total, 0.0)
-                        w = self.w
-                for i, model, key in movers:
                     if key not in plans:
                         plans[key] = self._belief_moves(harry[key])
-                    row = int(self.row_of[i])
-                    moved_total[row] += self._move_belief(row, model, plans[key], harry)
+                    moved_total[i] += self._move_belief(i, model, plans[key], harry)
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
@@ -818,28 +748,10 @@ class _Filters:
         w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
         return total
 
-    def _split(self, i: int) -> None:
-        """Model i leaves the row it shares: a copy of that row of its own (the arrays
-        and lists are replaced, never changed in place: a lookahead copy shares them)."""
-        row = int(self.row_of[i])
-        self.members = [
-            [x for x in group if x != i] if r == row else group
-            for r, group in enumerate(self.members)
-        ] + [[i]]
-        self.row_of = self.row_of.copy()
-        self.row_of[i] = len(self.members) - 1
-        self.w = np.concatenate([self.w, self.w[:, row : row + 1]], axis=1)
-        self.c = np.concatenate([self.c, self.c[row : row + 1]])
-        self.used = np.concatenate([self.used, self.used[row : row + 1]])
-        self.log_evidence = np.append(self.log_evidence, self.log_evidence[row])
-        self._marginal = None
-        self.version += 1
-        self._derive()
-
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
         sets without j at r - 1 (a Horcrux moving from j spends a charge)."""
-        key = (self.tab.k, j, i, self.count)
+        key = (self.tab.k, j, i)
         found = self._index.get(key)
         if found is None:
             rows, m, s = self.w.shape
@@ -1029,7 +941,6 @@ class BayesBelief:
         decoy_prior: Prior | None = None,
         forgotten: int = 0,
         trust: float = 1.0,
-        merge: bool = True,
     ) -> None:
         if models is None:
             if mode not in MODES:
@@ -1067,7 +978,6 @@ class BayesBelief:
             rules.decoys,
             self._charge_prior,
             self._decoy_prior,
-            merge=merge,
         )
         self._log_prior = np.log(np.array([m.prior for m in models], dtype=np.float64))
         self._evidence: FloatArray = np.zeros(self._n)  # public evidence, as Voldemort sees it
@@ -1207,7 +1117,7 @@ class BayesBelief:
         if plain.any():
             pi = np.where(plain, weights, 0.0)
             pi /= max(float(pi.sum()), _TINY)
-            naive = np.clip(pi @ self._filters.marginal()[self._filters.row_of], 0.0, 1.0)
+            naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if rule is not None:
@@ -1272,7 +1182,7 @@ class BayesBelief:
         key = (self._filters.serial, self._filters.version)
         if self._weights is not None and self._weights[0] == key:
             return self._weights[1]
-        logw = self._log_prior + self._filters.log_evidence[self._filters.row_of]
+        logw = self._log_prior + self._filters.log_evidence
         logw -= logw.max()
         w = np.exp(logw)
         out: FloatArray = w / w.sum()
@@ -1283,9 +1193,8 @@ class BayesBelief:
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         if self._cache is None:
             pi = self._weights_view()
-            rows = self._filters.row_of
-            mf = self._filters.marginal()[rows]
-            decoys = (1.0 - mf) * self._filters.c[rows]
+            mf = self._filters.marginal()
+            decoys = (1.0 - mf) * self._filters.c
             m = pi @ mf
             q = m + pi @ decoys
             decoy = pi @ decoys
@@ -1294,7 +1203,7 @@ class BayesBelief:
 
     def model_marginals(self) -> FloatArray:
         """(models, N): each adversary model's own P(real Horcrux at i)."""
-        return self._filters.marginal()[self._filters.row_of]
+        return self._filters.marginal().copy()
 
     def marginals(self) -> FloatArray:
         """m_i = P(real Horcrux at i), in board order; sums to k."""
