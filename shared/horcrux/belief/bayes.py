@@ -493,7 +493,7 @@ class _BeliefPlan:
             ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
             self._low_cols = np.flatnonzero(self.harry <= ceiling + LOW_BAND)
         cols = self._low_cols
-        others = np.where(self.tab.member[go][:, cols], np.inf, self.harry[cols][None, :])
+        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
         low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
         out: FloatArray = np.zeros((len(go), self.tab.n))
         out[:, cols] = low / low.sum(axis=1, keepdims=True)
