@@ -862,12 +862,17 @@ class _Filters:
                 else:
                     reach = 1.0  # P(every better candidate is taken)
                     planted = 0.0  # P(a decoy now | charges left), before `go`
-                    for j, m in zip(order, marginal[i, order].tolist(), strict=True):
-                        c = float(c_row[j])
+                    raised = []  # the candidates' new c, in Python floats (same doubles)
+                    for c, m in zip(
+                        c_row[order].tolist(), marginal[i, order].tolist(), strict=True
+                    ):
                         if c < 1.0:
-                            c_row[j] = c + (1.0 - c) * reach * chance
+                            raised.append(c + (1.0 - c) * reach * chance)
                             planted += reach * (1.0 - m) * (1.0 - c)
+                        else:
+                            raised.append(c)
                         reach *= m + (1.0 - m) * c
+                    c_row[order] = raised
                     planted = min(1.0, planted * go)
             planted_all[i] = planted
         if any(planted_all):  # each model's count of decoys used moves up by `planted`
