@@ -307,24 +307,23 @@ EXPOSED_AT = 0.5
 def exposed_params(belief: BayesBelief, params: PlannerParams) -> PlannerParams:
     """`params` with its randomisation raised toward `exposed`, in proportion to the
     posterior weight of the adversary models that read Harry's own map."""
-    weights = belief.model_weights()
-    weight = float(
-        sum(
-            w
-            for m, w in zip(belief.models, weights, strict=True)
-            if m.motion == "belief" and m.reads in ("own", "rule")
-        )
+    jitter, near, attack_near, hesitate = _exposed_knobs(belief, params)
+    return replace(
+        params, jitter=jitter, near=near, attack_near=attack_near, hesitate=hesitate, exposed=()
     )
+
+
+def _exposed_knobs(belief: BayesBelief, params: PlannerParams) -> tuple[float, float, float, float]:
+    """`exposed_params`'s (jitter, near, attack_near, hesitate), without building the params."""
+    weight = belief.exposure()
     scale = min(1.0, weight / EXPOSED_AT)
     jitter, near, attack_near, hesitate = (tuple(params.exposed) + (0.0,) * 4)[:4]
     base_hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
-    return replace(
-        params,
-        jitter=params.jitter + scale * (jitter - params.jitter),
-        near=params.near + scale * (near - params.near),
-        attack_near=params.attack_near + scale * (attack_near - params.attack_near),
-        hesitate=base_hesitate + scale * (hesitate - base_hesitate),
-        exposed=(),
+    return (
+        params.jitter + scale * (jitter - params.jitter),
+        params.near + scale * (near - params.near),
+        params.attack_near + scale * (attack_near - params.attack_near),
+        base_hesitate + scale * (hesitate - base_hesitate),
     )
 
 
@@ -372,13 +371,15 @@ def plan(
     best = _argmax(m, ties)
     spare = view.attacks_left - k
     if params.exposed:
-        params = exposed_params(belief, params)
+        jitter, near, near_attack, hesitate = _exposed_knobs(belief, params)
+    else:
+        jitter, near, near_attack = params.jitter, params.near, params.attack_near
+        hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
     threshold = params.threshold(spare)
     if params.timing >= 0.0:
         threshold = trigger_aware(belief, threshold, spare, params.timing)
-    if params.jitter > 0.0 and rng is not None:
-        threshold -= params.jitter * rng.random()
-    near_attack = params.attack_near
+    if jitter > 0.0 and rng is not None:
+        threshold -= jitter * rng.random()
     if forced_attack(view, params):
         near_attack = max(near_attack, params.forced_near)
     if near_attack > 0.0 and rng is not None:
@@ -394,7 +395,6 @@ def plan(
         after = belief.preview(locs[best], True)
         if float(after[best]) < float(m[best]) + params.cap_gain:
             ready, kind = True, "capped"
-    hesitate = params.hesitate if params.hesitate >= 0.0 else belief.hesitation()
     if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
     if (
@@ -411,9 +411,9 @@ def plan(
     )
     info = info_of(rules.sensor)
     j = _argmax(info, ties)
-    if params.near > 0.0 and rng is not None:
+    if near > 0.0 and rng is not None:
         top = float(info[j])
-        close = np.flatnonzero(info >= top * (1.0 - params.near))
+        close = np.flatnonzero(info >= top * (1.0 - near))
         if len(close) > 1:
             j = int(close[rng.randrange(len(close))])
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]

@@ -247,6 +247,7 @@ class _Tables:
     k: int
     sets: tuple[tuple[int, ...], ...]
     member: BoolArray  # (n_sets, n)
+    free: FloatArray  # (n_sets, n): 1 where the location is not in the set
     memberf: FloatArray  # (n_sets, n) as floats, for marginals
     with_j: tuple[IntArray, ...]  # per j: rows whose set holds j
     without_j: tuple[IntArray, ...]  # per j: rows whose set lacks j
@@ -267,6 +268,7 @@ class _Tables:
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
+    set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
 
 
 @lru_cache(maxsize=64)
@@ -319,6 +321,7 @@ def _tables(n: int, k: int) -> _Tables:
         k=k,
         sets=sets,
         member=member,
+        free=(~member).astype(np.float64),
         memberf=member.astype(np.float64),
         with_j=tuple(with_j),
         without_j=tuple(without_j),
@@ -331,6 +334,10 @@ def _tables(n: int, k: int) -> _Tables:
         ones=np.ones(len(sets)),
         swap=swap,
         set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
+        set_cols=tuple(
+            np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
+            for q in range(k)
+        ),
     )
 
 
@@ -442,13 +449,34 @@ class _BeliefPlan:
     def __init__(self, tab: _Tables, harry: FloatArray) -> None:
         self.tab = tab
         self.harry = harry
-        sets = tab.set_array
-        values = harry[sets]  # (sets, k), locations in ascending order
-        pick = values.argmax(axis=1)  # the first of equals: the lowest location
-        rows = np.arange(len(sets))
-        self.top: FloatArray = values[rows, pick]
-        self.top_loc: IntArray = sets[rows, pick]
-        self.top_max = float(self.top.max()) if len(self.top) else 0.0
+        self.top_max = float(harry.max()) if tab.k else 0.0  # every location is in a set
+        self._top: tuple[FloatArray, IntArray] | None = None
+        self._low_cols: IntArray | None = None
+
+    def _tops(self) -> tuple[FloatArray, IntArray]:
+        if self._top is None:  # built once, when a threshold model needs it
+            # column by column (the q-th lowest location of every set): k vector ops
+            # instead of reductions along a short axis, which cost numpy far more
+            cols = self.tab.set_cols
+            values = [self.harry[c] for c in cols]
+            top = values[0]
+            for v in values[1:]:
+                top = np.maximum(top, v)
+            loc = cols[-1]  # the first of equals: the lowest location
+            for q in range(len(cols) - 2, -1, -1):
+                loc = np.where(values[q] >= top, cols[q], loc)
+            self._top = (top, loc)
+        return self._top
+
+    @property
+    def top(self) -> FloatArray:
+        """Per set, the top occupancy among its locations."""
+        return self._tops()[0]
+
+    @property
+    def top_loc(self) -> IntArray:
+        """Per set, the location holding its top occupancy."""
+        return self._tops()[1]
 
     def targets(self, go: IntArray) -> IntArray:
         """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
@@ -456,10 +484,19 @@ class _BeliefPlan:
         return out
 
     def low(self, go: IntArray) -> FloatArray:
-        """(len(go), n): the `low` destinations' probabilities for the sets go."""
-        others = np.where(self.tab.member[go], np.inf, self.harry[None, :])
+        """(len(go), n): the `low` destinations' probabilities for the sets go.
+
+        Only the locations within LOW_BAND of the (k+1)-th lowest can be one: a set of k
+        leaves one of the k+1 lowest free, so its lowest free location is no higher."""
+        if self._low_cols is None:
+            k = self.tab.k
+            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
+            self._low_cols = np.flatnonzero(self.harry <= ceiling + LOW_BAND)
+        cols = self._low_cols
+        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
         low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
-        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        out: FloatArray = np.zeros((len(go), self.tab.n))
+        out[:, cols] = low / low.sum(axis=1, keepdims=True)
         return out
 
 
@@ -507,6 +544,21 @@ class _Filters:
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
         self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
+        # the vectorised steps: the hazard models as one stack, the threshold models as one
+        # stack per map they read (one plan each), the `rule` models one by one
+        self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
+        self._hazard_rate: FloatArray = np.array([h for _, h in self._hazard], dtype=np.float64)
+        # per belief model: the map its plan reads and the lowest top occupancy that can
+        # fire it (a Python float: most turns no model can fire, and that costs one compare)
+        self._belief_floor = [
+            (
+                i,
+                m,
+                "own" if m.reads == "rule" else m.reads,
+                m.threshold - m.spread if m.spread > 0.0 else m.threshold,
+            )
+            for i, m in self._belief
+        ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
@@ -622,20 +674,27 @@ class _Filters:
                     incoming *= spread
                     flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
                     flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
-            share = 1.0 / (tab.k * (self.n - tab.k))
-            for i, h in self._hazard:
-                moved = w[1:, i] * h  # (R, sets)
-                moved_total[i] += float(moved.sum())
-                incoming = (moved @ tab.down) @ tab.up - tab.k * moved
-                w[1:, i] -= moved
-                w[:-1, i] += incoming * share
+            if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
+                share = 1.0 / (tab.k * (self.n - tab.k))
+                hi = self._hazard_idx
+                moved3 = w[1:, hi] * self._hazard_rate[None, :, None]
+                moved_total[hi] += moved3.sum(axis=(0, 2))
+                flat3 = moved3.reshape(-1, moved3.shape[2])
+                incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
+                w[1:, hi] -= moved3
+                w[:-1, hi] += incoming.reshape(moved3.shape) * share
             if self._belief and maps is not None:
                 self._marginal = None
                 harry = maps()
             if self._belief and harry is not None:
                 plans: dict[str, _BeliefPlan] = {}
-                for i, model in self._belief:
-                    key = "own" if model.reads == "rule" else model.reads
+                peak: dict[str, float] = {}
+                for i, model, key, floor in self._belief_floor:
+                    if model.reads != "rule":  # the plan's top_max is the map's maximum
+                        if key not in peak:
+                            peak[key] = float(harry[key].max())
+                        if peak[key] < floor:
+                            continue  # the model cannot fire: nothing moves
                     if key not in plans:
                         plans[key] = self._belief_moves(harry[key])
                     moved_total[i] += self._move_belief(i, model, plans[key], harry)
@@ -684,8 +743,7 @@ class _Filters:
         total = float(moved.sum())
         if total <= 0.0:
             return 0.0
-        free = ~tab.member[go]
-        anywhere = free / free.sum(axis=1, keepdims=True)
+        anywhere = tab.free[go] * (1.0 / (self.n - tab.k))  # uniform over the free ones
         if model.destination == "low":
             dest = plan.low(go)
             if model.scatter > 0.0:
@@ -754,6 +812,7 @@ class _Filters:
     ) -> None:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
+        planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
         cand: list[int] | None = None
         rated: dict[str, list[int]] = {}
@@ -803,17 +862,24 @@ class _Filters:
                 else:
                     reach = 1.0  # P(every better candidate is taken)
                     planted = 0.0  # P(a decoy now | charges left), before `go`
-                    for j, m in zip(order, marginal[i, order].tolist(), strict=True):
-                        c = float(c_row[j])
+                    raised = []  # the candidates' new c, in Python floats (same doubles)
+                    for c, m in zip(
+                        c_row[order].tolist(), marginal[i, order].tolist(), strict=True
+                    ):
                         if c < 1.0:
-                            c_row[j] = c + (1.0 - c) * reach * chance
+                            raised.append(c + (1.0 - c) * reach * chance)
                             planted += reach * (1.0 - m) * (1.0 - c)
+                        else:
+                            raised.append(c)
                         reach *= m + (1.0 - m) * c
+                    c_row[order] = raised
                     planted = min(1.0, planted * go)
-            used = self.used[i]
-            shift = used[:-1] * planted
-            used[:-1] -= shift
-            used[1:] += shift
+            planted_all[i] = planted
+        if any(planted_all):  # each model's count of decoys used moves up by `planted`
+            used = self.used
+            shift = used[:, :-1] * np.array(planted_all)[:, None]
+            used[:, :-1] -= shift
+            used[:, 1:] += shift
 
 
 # ---------------------------------------------------------------- the belief map
@@ -852,6 +918,18 @@ _OUTCOME_CODE = {
 _OUTCOMES = {v: k for k, v in _OUTCOME_CODE.items()}
 _KINDS = {v: k for k, v in _KIND_CODE.items()}
 _SNAPSHOT_VERSION = 1
+
+
+def _belief_point(turn: int, k: int, m: FloatArray, locations: tuple[str, ...]) -> BeliefPoint:
+    """A turn's history point from its k and marginals: `entropy()` and `top(3)` on them."""
+    entropy = 0.0
+    if k > 0:
+        p = m / k
+        p = p[p > 0.0]
+        entropy = float(-(p * np.log2(p)).sum())
+    order = np.argsort(-m, kind="stable")[:3]
+    top = tuple((locations[int(i)], round(float(m[i]), 6)) for i in order)
+    return BeliefPoint(turn=turn, entropy=round(entropy, 6), top=top)
 
 
 class BayesBelief:
@@ -923,6 +1001,16 @@ class BayesBelief:
         self._ends: list[int] = []  # index into _log where each update ended
         self._turns: list[int] = []  # the turn of each update
         self._history: list[BeliefPoint] = []
+        # turns folded in whose history point is not built yet: (turn, marginals); the
+        # point is a function of them alone, so building it when asked gives the same one
+        self._pending: list[tuple[int, int, FloatArray]] = []
+        self._attacks_used = 0
+        self._plain: BoolArray = np.array([m.motion != "belief" and m.level0 for m in models])
+        self._rule_hesitate = [(i, m.hesitate) for i, m in enumerate(models) if m.reads == "rule"]
+        self._rule = next((m for m in models if m.reads == "rule"), None)
+        self._exposed = [
+            i for i, m in enumerate(models) if m.motion == "belief" and m.reads in ("own", "rule")
+        ]
         self._turn = 0
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
@@ -934,6 +1022,9 @@ class BayesBelief:
 
     @property
     def history(self) -> list[BeliefPoint]:
+        for turn, k, m in self._pending:
+            self._history.append(_belief_point(turn, k, m, self.rules.locations))
+        self._pending.clear()
         return self._history
 
     @property
@@ -966,10 +1057,7 @@ class BayesBelief:
         self._cache = None
         if not track:
             return
-        top = self.top(3)
-        self._history.append(
-            BeliefPoint(turn=turn, entropy=round(self.entropy(), 6), top=tuple(top))
-        )
+        self._pending.append((turn, self._filters.k, self.marginals().copy()))
 
     def occupancy(self) -> dict[str, float]:
         m = self.marginals()
@@ -1039,35 +1127,36 @@ class BayesBelief:
             return None
         self._cache = None
         own = self.marginals().copy()
-        weights = self.model_weights()
-        plain = np.array([m.motion != "belief" and m.level0 for m in self.models])
+        weights = self._weights_view()
+        plain = self._plain
         naive: FloatArray = own
         if plain.any():
             pi = np.where(plain, weights, 0.0)
             pi /= max(float(pi.sum()), _TINY)
             naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
         maps = {"own": own, "naive": naive}
-        rule = next((m for m in self.models if m.reads == "rule"), None)
+        rule = self._rule
         if rule is not None:
             maps["attack"] = self._rule_attack(rule, own)
         return maps
 
     def attacks_left(self) -> int:
         """Harry's attacks left, from the attacks he has folded in."""
-        used = sum(1 for entry in self._log if entry[1] == _KIND_CODE["attack"])
-        return self.rules.attacks - used
+        return self.rules.attacks - self._attacks_used
+
+    def exposure(self) -> float:
+        """The posterior weight of the belief-reacting models that read Harry's own map
+        (`reads` own or rule): how exposed his own map is to the adversary."""
+        weights = self._weights_view()
+        return float(sum(weights[i] for i in self._exposed))
 
     def hesitation(self) -> float:
         """P(Harry searches instead of a threshold attack): the `rule` model's hesitation
         times that model's posterior weight (nothing to hide from other adversaries)."""
-        weights = self.model_weights()
-        return float(
-            sum(
-                m.hesitate * w
-                for m, w in zip(self.models, weights, strict=True)
-                if m.reads == "rule"
-            )
-        )
+        if not self._rule_hesitate:
+            return 0.0
+        weights = self._weights_view()
+        return float(sum(h * weights[i] for i, h in self._rule_hesitate))
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
         """P(the planner's rule attacks j next turn), per location, on `own`: the top
@@ -1102,19 +1191,24 @@ class BayesBelief:
     # ------------------------------------------------------------ arrays for planners
     def model_weights(self) -> FloatArray:
         """Posterior weight of each adversary model (sums to 1)."""
+        return self._weights_view().copy()
+
+    def _weights_view(self) -> FloatArray:
+        """`model_weights()` without the copy: the cached array, never to be written."""
         key = (self._filters.serial, self._filters.version)
         if self._weights is not None and self._weights[0] == key:
-            return self._weights[1].copy()
+            return self._weights[1]
         logw = self._log_prior + self._filters.log_evidence
         logw -= logw.max()
         w = np.exp(logw)
         out: FloatArray = w / w.sum()
-        self._weights = (key, out.copy())
+        out.setflags(write=False)
+        self._weights = (key, out)
         return out
 
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         if self._cache is None:
-            pi = self.model_weights()
+            pi = self._weights_view()
             mf = self._filters.marginal()
             decoys = (1.0 - mf) * self._filters.c
             m = pi @ mf
@@ -1193,6 +1287,7 @@ class BayesBelief:
             else:
                 self._evidence[j] += math.log((1.0 - sensor.d) / (1.0 - sensor.f))
         elif obs.kind == "attack":
+            self._attacks_used += 1
             self._filters.attack(j, obs.outcome)
             self._evidence[j] = 0.0
         else:
