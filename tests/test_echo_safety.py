@@ -258,6 +258,84 @@ def test_a_supported_correction_raises_no_conflict() -> None:
     assert memory.active_beliefs()["immediate"].confidence > 0.9
 
 
+def _threshold_correction(memory: EchoMemory) -> Correction:
+    (c,) = [i for i in memory.items if isinstance(i, Correction) and i.subject == "threshold"]
+    return c
+
+
+def test_a_wrong_threshold_correction_vs_shadow_is_flagged_within_30_games() -> None:
+    """The played games' evidence (the filter's Bayes factors of the belief-reacting
+    models, which the correction pushed towards 0.8) contradicts a `shadow`'s 0.8."""
+    from horcrux.echo.season import CORRECTED, Arm, play
+
+    arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.8))
+    flagged_at = None
+    for g in range(30):
+        arm.learn(play(CLASSIC, g, "shadow", arm.plan(), f"t{g}"))
+        if _threshold_correction(arm.memory).conflict:
+            flagged_at = g
+            break
+    assert flagged_at is not None and flagged_at < 30
+    c = _threshold_correction(arm.memory)
+    assert c.confidence < CFG.conflict_below and "evidence favours 0.5" in c.text
+    from horcrux.echo.ops import _item_view, _scope_view
+
+    assert _scope_view(arm.memory)["conflicts"] == [c.id]
+    view = _item_view(c, arm.memory.clock)
+    assert view["conflict"] is True and view["evidence"]["games"] == flagged_at + 1
+    confirmed = confirm_correction(arm.memory, c.id)
+    again = _threshold_correction(confirmed)
+    assert not again.conflict and again.confidence == 1.0 and again.evidence_games == 0
+    assert again.confirmed == 1 and "contradicted" not in again.text
+    retired = retire_correction(arm.memory, c.id)
+    assert _threshold_correction(retired).valid_to is not None
+    assert _scope_view(retired)["conflicts"] == []
+
+
+def test_a_right_threshold_correction_vs_shadow_raises_no_conflict() -> None:
+    from horcrux.echo.season import CORRECTED, Arm, play
+
+    arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.5))
+    for g in range(12):
+        arm.learn(play(CLASSIC, g, "shadow", arm.plan(), f"r{g}"))
+        assert not _threshold_correction(arm.memory).conflict
+    assert _threshold_correction(arm.memory).confidence > 0.9
+
+
+def test_the_compaction_alarms_on_a_contradicted_threshold_correction() -> None:
+    """Through the store: an operator's threshold correction, games against `shadow`
+    compacted by the record handler (the factors recomputed from the events), the
+    `MemoryCorrectionConflict` metric, `GET /memory`'s conflicts, then a retire."""
+    from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+        DynamoDBRecord,
+    )
+    from test_compaction import final_record
+
+    from horcrux.echo import ops
+    from horcrux.store.port import SeatInfo
+
+    store = MemoryStore()
+    seats = {
+        "harry": SeatInfo(kind="ai", brain="planner"),
+        "voldemort": SeatInfo(kind="ai", brain="shadow"),
+    }
+    ops.correct(store, "planner", "shadow", wrong="", right="", subject="threshold", rate=0.8)
+    sink = CountingMetrics()
+    handle = compaction_record_handler(lambda: store, sink, keep=20)
+    for n in range(30):
+        start_game(store, f"s{n}", CLASSIC, n, dict(seats))
+        play_to_end(store, f"s{n}")
+        handle(DynamoDBRecord(final_record(store, f"s{n}")))
+        if sink.counts.get("MemoryCorrectionConflict"):
+            break
+    assert sink.counts.get("MemoryCorrectionConflict", 0) > 0
+    view = ops.inspect(store, "planner", "shadow")
+    (c,) = [i for i in view["items"] if i["level"] == "correction"]
+    assert view["conflicts"] == [c["id"]] and c["conflict"] is True
+    after = ops.retire(store, "planner", "shadow", c["id"])
+    assert after["conflicts"] == []
+
+
 # ---------------------------------------------------------------- config
 def test_horcrux_echo_config_is_honoured(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "mine.toml"

@@ -342,10 +342,11 @@ def _style(
     factors: Mapping[str, float] | None,
     clock: float,
     cfg: EchoConfig,
-) -> None:
+) -> Mapping[str, float] | None:
     """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the played
     filter's, or recomputed from the events over the models the start-up played), in
-    place; and end a skill left from before (history: no layer reads skills)."""
+    place; and end a skill left from before (history: no layer reads skills). Returns the
+    factors (None: the game has none, a rebuild's case)."""
     from horcrux.echo import style
     from horcrux.echo.use import memory_plan
 
@@ -359,7 +360,7 @@ def _style(
         models = plan.models if plan is not None else MODES[DEFAULT_MODE]
         factors = style.replay_factors(events[0].rules, models, events)
     if factors is None:
-        return
+        return None
     index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
     current = items[index] if index is not None else None
     assert current is None or isinstance(current, Style)
@@ -369,6 +370,63 @@ def _style(
         items.append(new_style)
     else:
         items[index] = new_style
+    return factors
+
+
+def _threshold_evidence(
+    items: list[AnyItem], factors: Mapping[str, float] | None, cfg: EchoConfig
+) -> None:
+    """A threshold correction is a prior, not a law: every game's factors of the
+    belief-reacting models are tallied on it (in place), its `confidence` is the tally's
+    posterior at the corrected threshold, and below `conflict_below` it is a conflict."""
+    from horcrux.echo import style
+    from horcrux.echo.use import nearest_threshold
+
+    if not factors:
+        return
+    for i, it in enumerate(items):
+        if not (
+            isinstance(it, Correction)
+            and it.subject == "threshold"
+            and it.rate is not None
+            and it.valid_to is None
+        ):
+            continue
+        evidence = dict(it.evidence)
+        for u, r in factors.items():
+            if u.startswith("belief@"):
+                evidence[u] = round(evidence.get(u, 0.0) + style.TEMPER * r, 6)
+        games = it.evidence_games + 1
+        target = nearest_threshold(it.rate)
+        confidence = (
+            style.threshold_support(evidence, target) if games >= style.THRESHOLD_MIN_GAMES else 1.0
+        )
+        conflict = confidence < cfg.conflict_below
+        text = it.text.split("; contradicted")[0]
+        if conflict:
+            q = style.evidence_thresholds(evidence)
+            best = max(q, key=lambda t: q[t]) if q else target
+            text += f"; contradicted: evidence favours {best:g} after {games} games"
+        items[i] = it.model_copy(
+            update={
+                "evidence": evidence,
+                "evidence_games": games,
+                "confidence": confidence,
+                "conflict": conflict,
+                "text": text[:300],
+            }
+        )
+
+
+def live_conflicts(items: Sequence[AnyItem]) -> tuple[str, ...]:
+    """The ids of the live corrections the evidence contradicts: a rate correction's
+    belief, or a threshold correction itself."""
+    return tuple(
+        it.id
+        for it in items
+        if (isinstance(it, Belief) and it.active and it.conflict and it.source == "correction")
+        or (isinstance(it, Correction) and it.valid_to is None and it.conflict)
+    )
 
 
 @dataclass
@@ -476,7 +534,8 @@ def consolidate(
     kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
     new_patterns = old_patterns + new_patterns
     folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
-    _style(memory, folded, events, factors, now, cfg)
+    played = _style(memory, folded, events, factors, now, cfg)
+    _threshold_evidence(folded, played, cfg)
     merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
@@ -509,11 +568,7 @@ def consolidate(
         counters = _count(counters, evicted__quarantine=over)
     counters = _count(counters, archived=len(capped.archived))
     seen = (*memory.seen, summary.game_id)[-SEEN_MAX:]
-    conflicts = tuple(
-        it.id
-        for it in capped.alive
-        if isinstance(it, Belief) and it.active and it.conflict and it.source == "correction"
-    )
+    conflicts = live_conflicts(capped.alive)
     return Consolidation(
         memory.model_copy(
             update={
@@ -645,7 +700,16 @@ def confirm_correction(
     cfg = config or default_config()
     i, correction = _find_correction(memory, item)
     items = list(memory.items)
-    items[i] = correction.model_copy(update={"confirmed": correction.confirmed + 1})
+    update: dict[str, object] = {"confirmed": correction.confirmed + 1}
+    if correction.subject == "threshold":  # its tally restarts: the operator's word again
+        update.update(
+            evidence={},
+            evidence_games=0,
+            confidence=1.0,
+            conflict=False,
+            text=correction.text.split("; contradicted")[0],
+        )
+    items[i] = correction.model_copy(update=update)
     j = _correction_belief(memory, correction.id)
     if j is not None:
         belief = items[j]

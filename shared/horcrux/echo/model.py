@@ -204,6 +204,18 @@ class Correction(_Item):
     """Set when the operator retires it (its belief, if any, ends with it)."""
     confirmed: int = 0
     """How many times the operator confirmed it against contradicting evidence."""
+    evidence: dict[str, float] = Field(default_factory=dict)
+    """A `threshold` correction's evidence since it was asserted (or last confirmed): per
+    belief-reacting model unit (`belief@T`, `belief@T/naive`), the tempered sum of every
+    game's log Bayes factor, never discounted (frozen: protected from decay, not from
+    evidence)."""
+    evidence_games: int = 0
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    """A `threshold` correction: the evidence's posterior probability of the corrected
+    threshold (`style.threshold_support`), 1 until `THRESHOLD_MIN_GAMES` games."""
+    conflict: bool = False
+    """A `threshold` correction the evidence contradicts (`confidence` below
+    `conflict_below`): flagged for the operator (confirm or retire)."""
 
 
 class Style(_Item):
