@@ -47,7 +47,6 @@ ROWS: dict[str, str] = {
     "off": "memory off",
     "no-style": "full, style posterior off",
     "no-beliefs": "full, rate beliefs off",
-    "no-patterns": "full, patterns off (threshold 1)",
     "no-decay": "full, decay off",
 }
 

@@ -43,7 +43,8 @@ QUARANTINE_MAX = 100
 PRIOR_FLOOR = 0.05
 """A correction's Beta prior is (w * rate, w * (1 - rate)), each at least this."""
 CONTRADICTION = 0.5
-"""A pattern whose rate is further than this from a belief's mean contradicts it."""
+"""An experience (or an older record's pattern) whose rate is further than this from a
+belief's mean contradicts it."""
 
 
 # ---------------------------------------------------------------- extraction
@@ -156,34 +157,16 @@ class Consolidation:
     """Operator corrections the evidence contradicts (the caller emits an alarm metric)."""
 
 
-def _patterns_from(
-    experiences: list[Experience], clock: float, cfg: EchoConfig
-) -> tuple[list[Experience], list[Pattern]]:
-    """Every `pattern_threshold` experiences of one subject (oldest first) -> a pattern."""
-    kept: list[Experience] = []
-    made: list[Pattern] = []
-    by_subject: dict[str, list[Experience]] = {}
-    for e in experiences:
-        by_subject.setdefault(e.subject, []).append(e)
-    for group in by_subject.values():
-        full = len(group) - len(group) % cfg.pattern_threshold
-        for start in range(0, full, cfg.pattern_threshold):
-            chunk = group[start : start + cfg.pattern_threshold]
-            s = sum(e.success for e in chunk)
-            made.append(
-                Pattern(
-                    id=item_id("pattern", *(e.id for e in chunk)),
-                    subject=chunk[0].subject,
-                    text=f"{s} of {len(chunk)}: " + "; ".join(e.text for e in chunk)[:280],
-                    created=clock,
-                    last_access=clock,
-                    life=cfg.half_life,
-                    successes=s,
-                    trials=len(chunk),
-                )
-            )
-        kept.extend(group[full:])
-    return kept, made
+Evidence = Experience | Pattern
+"""What folds into a belief: an experience (one observation), or a pattern of an older
+record (k of n observations; no layer makes patterns now)."""
+
+
+def _counts(unit: Evidence) -> tuple[int, int]:
+    """(successes, trials) of one unit of evidence."""
+    if isinstance(unit, Experience):
+        return int(unit.success), 1
+    return unit.successes, unit.trials
 
 
 def describe(subject: str, rate: float) -> str:
@@ -225,16 +208,18 @@ def _refresh(belief: Belief, cfg: EchoConfig) -> Belief:
     )
 
 
-def _fold_patterns(
-    items: list[AnyItem], patterns: list[Pattern], clock: float, cfg: EchoConfig, salt: str
-) -> tuple[list[AnyItem], list[Pattern], list[str], list[str]]:
-    """Fold patterns into beliefs: confirm, challenge (and supersede), or form new ones."""
+def _fold(
+    items: list[AnyItem], units: list[Evidence], clock: float, cfg: EchoConfig, salt: str
+) -> tuple[list[AnyItem], list[Evidence], list[str], list[str]]:
+    """Fold each experience (oldest first) straight into its subject's belief: confirm,
+    challenge (and supersede), or, without a belief, wait to form one."""
     superseded: list[str] = []
     created: list[str] = []
-    waiting: list[Pattern] = []
-    for subject in sorted({p.subject for p in patterns}):
-        group = [p for p in patterns if p.subject == subject]
-        for pattern in group:
+    waiting: list[Evidence] = []
+    for subject in sorted({p.subject for p in units}):
+        group = [p for p in units if p.subject == subject]
+        for unit in group:
+            successes, trials = _counts(unit)
             idx = next(
                 (
                     i
@@ -244,18 +229,18 @@ def _fold_patterns(
                 None,
             )
             if idx is None:
-                waiting.append(pattern)
+                waiting.append(unit)
                 continue
             belief = items[idx]
             assert isinstance(belief, Belief)
             if belief.source == "correction":
-                items[idx] = _evidence_on_correction(belief, pattern, cfg)
+                items[idx] = _evidence_on_correction(belief, successes, trials, cfg)
                 continue
-            if abs(pattern.rate - belief.mean) <= CONTRADICTION:
+            if abs(successes / trials - belief.mean) <= CONTRADICTION:
                 belief = belief.model_copy(
                     update={
-                        "alpha": belief.alpha + pattern.successes,
-                        "beta": belief.beta + pattern.trials - pattern.successes,
+                        "alpha": belief.alpha + successes,
+                        "beta": belief.beta + trials - successes,
                         "patterns": belief.patterns + 1,
                         "challenge_successes": 0,
                         "challenge_trials": 0,
@@ -266,16 +251,21 @@ def _fold_patterns(
                 assert isinstance(touched, Belief)
                 items[idx] = _refresh(touched, cfg)
                 continue
+            # a contradicting experience folds in too (the posterior stays unbiased) and
+            # counts towards a run: `supersede_after` in a row supersede the belief
             belief = belief.model_copy(
                 update={
-                    "challenge_successes": belief.challenge_successes + pattern.successes,
-                    "challenge_trials": belief.challenge_trials + pattern.trials,
+                    "alpha": belief.alpha + successes,
+                    "beta": belief.beta + trials - successes,
+                    "patterns": belief.patterns + 1,
+                    "challenge_successes": belief.challenge_successes + successes,
+                    "challenge_trials": belief.challenge_trials + trials,
                     "challenge_patterns": belief.challenge_patterns + 1,
                 }
             )
-            if belief.challenge_patterns >= cfg.supersede_patterns and belief.source == "evidence":
+            if belief.challenge_patterns >= cfg.supersede_after and belief.source == "evidence":
                 new = _new_belief(
-                    pattern.subject,
+                    unit.subject,
                     belief.challenge_successes,
                     belief.challenge_trials,
                     belief.challenge_patterns,
@@ -291,37 +281,36 @@ def _fold_patterns(
                 superseded.append(belief.id)
                 created.append(new.id)
             else:
-                items[idx] = belief
-    # patterns of subjects without a belief wait until `belief_threshold` of them
+                items[idx] = _refresh(belief, cfg)
+    # experiences of subjects without a belief wait until `belief_threshold` of them
     pending = waiting
-    rest: list[Pattern] = []
+    rest: list[Evidence] = []
     for subject in sorted({p.subject for p in pending}):
         group = [p for p in pending if p.subject == subject]
         has_belief = any(
             isinstance(it, Belief) and it.active and it.subject == subject for it in items
         )
         if not has_belief and len(group) >= cfg.belief_threshold:
-            s = sum(p.successes for p in group)
-            t = sum(p.trials for p in group)
+            s = sum(_counts(p)[0] for p in group)
+            t = sum(_counts(p)[1] for p in group)
             new = _refresh(_new_belief(group[0].subject, s, t, len(group), clock, cfg, salt), cfg)
             items.append(new)
             created.append(new.id)
         else:
             rest.extend(group)
-    items = [it for it in items if not isinstance(it, Pattern)]
     return items, rest, superseded, created
 
 
-def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -> Belief:
+def _evidence_on_correction(belief: Belief, successes: int, trials: int, cfg: EchoConfig) -> Belief:
     """A correction is a prior, not a law: the evidence folds into its posterior (so the
     planner's rate moves with it), is tallied against the corrected rate, and flags a
     conflict once it no longer supports it (`confidence` < `conflict_below`)."""
-    s = belief.evidence_successes + pattern.successes
-    t = belief.evidence_trials + pattern.trials
+    s = belief.evidence_successes + successes
+    t = belief.evidence_trials + trials
     updated = belief.model_copy(
         update={
-            "alpha": belief.alpha + pattern.successes,
-            "beta": belief.beta + pattern.trials - pattern.successes,
+            "alpha": belief.alpha + successes,
+            "beta": belief.beta + trials - successes,
             "patterns": belief.patterns + 1,
             "evidence_successes": s,
             "evidence_trials": t,
@@ -527,16 +516,16 @@ def consolidate(
                 now,
                 cfg,
             )
-    experiences = [it for it in items if isinstance(it, Experience)]
-    experiences += extract(summary, now, cfg, events)
-    old_patterns = [it for it in items if isinstance(it, Pattern)]
+    # the evidence: an older record's waiting patterns, the waiting experiences, then this
+    # game's, each folded straight into its subject's belief
+    units: list[Evidence] = [it for it in items if isinstance(it, Pattern)]
+    units += [it for it in items if isinstance(it, Experience)]
+    units += extract(summary, now, cfg, events)
     others: list[AnyItem] = [it for it in items if not isinstance(it, Experience | Pattern)]
-    kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
-    new_patterns = old_patterns + new_patterns
-    folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
+    folded, waiting, superseded, created = _fold(others, units, now, cfg, salt)
     played = _style(memory, folded, events, factors, now, cfg)
     _threshold_evidence(folded, played, cfg)
-    merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
+    merged: list[AnyItem] = [*folded, *waiting]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
     # the guard watches what the memory held before this game (not this game's own items)

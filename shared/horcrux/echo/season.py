@@ -10,9 +10,8 @@ Arms (`ARMS`):
 * `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
-  posterior), `no-beliefs` (the rate beliefs' learned models), `no-patterns` (every
-  experience its own pattern: `pattern_threshold` 1), `no-decay` (decay off: items never
-  fade, the style's evidence is never discounted);
+  posterior), `no-beliefs` (the rate beliefs' learned models), `no-decay` (decay off:
+  items never fade, the style's evidence is never discounted);
 * `corrected`: full memory that starts from an operator's correction (`correction`, a
   subject and a rate, added before the first game): what a correction adds.
 
@@ -50,7 +49,7 @@ from horcrux.views import harry_view, voldemort_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
-ABLATION_ARMS = ("no-style", "no-beliefs", "no-patterns", "no-decay")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay")
 ARMS = BASE_ARMS + ABLATION_ARMS
 CORRECTED = "corrected"
 KNOWN_ARMS = (*ARMS, CORRECTED)
@@ -58,7 +57,6 @@ LAYERS_OF: dict[str, Layers] = {
     "on": ALL_LAYERS,
     "no-style": replace(ALL_LAYERS, style=False),
     "no-beliefs": replace(ALL_LAYERS, beliefs=False),
-    "no-patterns": ALL_LAYERS,
     "no-decay": ALL_LAYERS,
     CORRECTED: ALL_LAYERS,
 }
@@ -129,9 +127,7 @@ class Arm:
             raise ValueError("the corrected arm needs a correction (a subject and a rate)")
         self.name = name
         self.config = config
-        if name == "no-patterns":
-            self.config = replace(config, pattern_threshold=1)
-        elif name == "no-decay":
+        if name == "no-decay":
             self.config = replace(config, decay_enabled=False)
         self.memory = EchoMemory(agent=AGENT, opponent=opponent)
         if name == CORRECTED and correction is not None:
