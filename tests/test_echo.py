@@ -32,8 +32,8 @@ from horcrux.echo import (
     reinforce,
     retention,
 )
-from horcrux.echo.config import CONFIG_PATH
-from horcrux.echo.model import Skill
+from horcrux.echo.config import CONFIG_PATH, EchoConfigError
+from horcrux.echo.model import Pattern, Skill
 from horcrux.echo.recall import cosine, hash_vector
 from horcrux.echo.season import run_season
 from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
@@ -116,7 +116,7 @@ def season_of(summaries: list[GameSummary], memory: EchoMemory | None = None) ->
 
 # ---------------------------------------------------------------- config
 def test_the_thresholds_come_from_the_shipped_toml() -> None:
-    assert (CFG.pattern_threshold, CFG.belief_threshold) == (3, 5)
+    assert (CFG.belief_threshold, CFG.supersede_after) == (5, 15)
     assert CFG.half_life_hours == 168 and CFG.reinforcement_multiplier == 2
     assert CFG.dedup_threshold == 0.85 and CFG.max_results == 10
     assert CFG.keep_max == sum(n for _, n in CFG.budgets) <= CFG.cap
@@ -125,8 +125,11 @@ def test_the_thresholds_come_from_the_shipped_toml() -> None:
 
 def test_a_config_file_can_change_the_thresholds(tmp_path: Any) -> None:
     path = tmp_path / "echo.toml"
-    path.write_text("[memory.consolidation]\npattern_threshold = 2  # two\n")
-    assert load_config(path).pattern_threshold == 2
+    path.write_text("[memory.consolidation]\nbelief_threshold = 2  # two\n")
+    assert load_config(path).belief_threshold == 2
+    path.write_text("[memory.consolidation]\npattern_threshold = 3\n")  # no pattern stage
+    with pytest.raises(EchoConfigError, match="pattern_threshold"):
+        load_config(path)
 
 
 # ---------------------------------------------------------------- extraction
@@ -145,18 +148,44 @@ def test_experiences_are_extracted_deterministically_from_the_summary() -> None:
 
 
 # ---------------------------------------------------------------- consolidation
-def test_three_experiences_make_a_pattern_and_five_patterns_a_belief() -> None:
-    # one `relocates` experience per game: 3 games -> a pattern, 15 -> a belief
-    memory = season_of([summary(f"g{i}") for i in range(14)])
+def test_experiences_fold_straight_into_a_belief_formed_from_five() -> None:
+    # one `relocates` experience per game: 5 games -> a belief, then each folds straight in
+    memory = season_of([summary(f"g{i}") for i in range(4)])
     assert not [b for b in memory.of_level("belief") if b.subject == "relocates"]
-    assert [p for p in memory.of_level("pattern") if p.subject == "relocates"]
-    memory = consolidate(memory, summary("g14")).memory
+    assert len([e for e in memory.of_level("experience") if e.subject == "relocates"]) == 4
+    assert not memory.of_level("pattern")  # no pattern stage
+    memory = consolidate(memory, summary("g4")).memory
     (belief,) = [b for b in memory.of_level("belief") if b.subject == "relocates"]
     assert isinstance(belief, Belief)
-    # a Beta posterior over the rate: 15 confirmations of 15
-    assert (belief.alpha, belief.beta) == (16.0, 1.0)
-    assert belief.confidence > 0.99 and belief.valid_to is None
-    assert not [p for p in memory.of_level("pattern") if p.subject == "relocates"]
+    assert (belief.alpha, belief.beta) == (6.0, 1.0)  # Beta(1 + 5, 1 + 0)
+    assert not [e for e in memory.of_level("experience") if e.subject == "relocates"]
+    memory = consolidate(memory, summary("g5")).memory  # the next game's folds straight in
+    (belief,) = [b for b in memory.of_level("belief") if b.subject == "relocates"]
+    assert isinstance(belief, Belief)
+    assert (belief.alpha, belief.beta) == (7.0, 1.0)
+    assert belief.confidence > 0.95 and belief.valid_to is None
+
+
+def test_a_pattern_of_an_older_record_folds_in_as_its_k_of_n() -> None:
+    memory = season_of([summary(f"g{i}") for i in range(5)])
+    (belief,) = [b for b in memory.of_level("belief") if b.subject == "relocates"]
+    assert isinstance(belief, Belief)
+    old = Pattern(
+        id="old",
+        subject="relocates",
+        text="2 of 3: relocated",
+        created=1.0,
+        last_access=1.0,
+        life=50.0,
+        successes=2,
+        trials=3,
+    )
+    memory = memory.model_copy(update={"items": (*memory.items, old)})
+    memory = consolidate(memory, summary("g5")).memory
+    (after,) = [b for b in memory.of_level("belief") if b.subject == "relocates"]
+    assert isinstance(after, Belief)
+    assert (after.alpha, after.beta) == (belief.alpha + 3, belief.beta + 1)
+    assert not memory.of_level("pattern")
 
 
 def test_consolidation_is_idempotent_per_game() -> None:
@@ -261,7 +290,7 @@ def test_memory_stays_under_its_cap_over_a_1000_game_season() -> None:
     assert max(sizes) <= CFG.keep_max
 
 
-TIGHT = (("experience", 2), ("pattern", 1), ("belief", 1), ("skill", 1), ("correction", 1))
+TIGHT = (("experience", 2), ("belief", 1), ("skill", 1), ("correction", 1))
 
 
 def test_protected_items_survive_a_tight_cap() -> None:
@@ -275,12 +304,15 @@ def test_protected_items_survive_a_tight_cap() -> None:
 
 # ---------------------------------------------------------------- recall
 def test_recall_is_hybrid_bounded_and_merges_near_duplicates() -> None:
-    memory = season_of([summary(f"g{i}", decoys_away=3, late=3, immediate=0) for i in range(6)])
+    memory = season_of([summary("g0", decoys_away=3, late=3, immediate=0)])
     got = recall(memory, "relocated 3 turns after my positive")
     assert 0 < len(got) <= 10
-    assert got[0].item.subject == "immediate"  # the belief about when it relocates
-    # the three identical-looking late relocations of a game are merged into one
+    assert got[0].item.subject == "immediate"  # what it showed about when it relocates
+    # the three identical-looking late relocations of the game are merged into one
     assert any(r.merged for r in got)
+    later = season_of([summary(f"g{i}", decoys_away=3, late=3, immediate=0) for i in range(6)])
+    top = recall(later, "relocated 3 turns after my positive")[0].item
+    assert top.subject == "immediate" and top.level == "belief"
     texts = [r.item.text for r in got]
     assert len(texts) == len(set(texts))
 

@@ -14,7 +14,7 @@ import pytest
 from horcrux import engine
 from horcrux.agents.planner import PlannerHarry
 from horcrux.echo import style
-from horcrux.echo.ablation import BEGIN, END, render_section, run_ablation
+from horcrux.echo.ablation import BEGIN, END, paired, render_section, run_ablation
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.core import add_correction
 from horcrux.echo.model import EchoMemory
@@ -204,12 +204,53 @@ def test_the_ablation_section_of_the_docs_is_the_generators() -> None:
         "late",
         "reference",
         "shadow",
+        "shadow:0.35",
     ]
+    assert [(s["switch_to"], s["switch_at"]) for s in data["seasons"]][-1] == ("shadow:0.8", 100)
+    assert [(c["voldemort"], c["correction"]["subject"]) for c in data["corrections"]] == [
+        ("late", "immediate"),
+        ("decoy-heavy", "relocates"),
+        ("shadow", "threshold"),
+    ]
+    assert data["correction_games"] == 50
+    assert all(len(c["wins"]["corrected"]) == 50 for c in data["corrections"])
 
 
 def test_the_ablation_generator_runs_on_a_tiny_season() -> None:
-    data = run_ablation(2, opponents=(("decoy-heavy", None),), workers=1)
+    data = run_ablation(
+        2,
+        opponents=(("decoy-heavy", None),),
+        corrections=(("late", "immediate", 0.0),),
+        correction_games=2,
+        workers=1,
+    )
     section = render_section(data)
     assert section.startswith(BEGIN) and section.endswith(END)
     assert "| full memory |" in section and "| `counter` baseline |" in section
     assert len(data["seasons"][0]["wins"]["no-style"]) == 2
+    (c,) = data["corrections"]
+    assert c["correction"] == {"subject": "immediate", "rate": 0.0}
+    assert sorted(c["wins"]) == ["corrected", "no-beliefs", "on"]
+    assert "| `late` | `immediate` = 0 |" in section
+
+
+def test_the_paired_standard_error_is_the_sd_of_the_differences_over_root_n() -> None:
+    diff, se = paired([1, 1, 0, 1], [0, 1, 0, 0])  # differences 1, 0, 0, 1
+    assert diff == pytest.approx(50.0)
+    assert se == pytest.approx(100 * (1 / 3) ** 0.5 / 2)  # sd = sqrt(1/3), n = 4
+    assert paired([1, 0], [1, 0]) == (0.0, 0.0)
+
+
+def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
+    from horcrux.echo.config import default_config
+    from horcrux.echo.season import CORRECTED, Arm
+
+    arm = Arm(CORRECTED, "late", default_config(), ("immediate", 0.0))
+    belief = arm.memory.active_beliefs()["immediate"]
+    assert belief.source == "correction" and belief.corrected_rate == 0.0
+    plan = arm.plan()
+    assert plan is not None
+    learned = {m.name: m for m in plan.models}["learned-trigger"]
+    assert learned.prior < 0.1  # P(at once) = 0: the learned trigger model at its floor
+    with pytest.raises(ValueError, match="needs a correction"):
+        Arm(CORRECTED, "late", default_config())

@@ -597,8 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     sea.add_argument(
         "--arms",
         default=None,
-        help="comma-separated arms (default on,off,counter; also no-style, no-beliefs, "
-        "no-patterns, no-decay)",
+        help="comma-separated arms (default on,off,counter; also no-style, no-beliefs, no-decay)",
     )
     sea.add_argument("--all-arms", action="store_true", help="every arm (the layer ablations)")
     sea.add_argument(

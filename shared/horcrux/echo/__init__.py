@@ -1,9 +1,10 @@
 """ECHO: memory across games, per AI Harry and per opponent (docs/ECHO.md).
 
-Experiences are extracted from each game's `GameSummary` at its end, consolidated into
-patterns, beliefs (Beta posteriors with validity intervals) and skills, decayed, capped,
-recalled (BM25 + hashing vectors + recency), and used: learned beliefs set the Bayes
-filter's adversary parameters, skills and beliefs give the L1 context one memory line.
+Experiences are extracted from each game's `GameSummary` at its end and folded straight
+into beliefs (Beta posteriors with validity intervals); each game's Bayes factors into
+the style posterior over the planner's adversary models; decayed, capped, recalled (BM25
++ hashing vectors + recency), and used: the style and the beliefs set the Bayes filter's
+adversary models, corrections and beliefs give the L1 context one memory line.
 Importing this package also registers the season's Voldemort styles (`late`,
 `decoy-heavy`)."""
 

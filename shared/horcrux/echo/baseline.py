@@ -4,7 +4,7 @@ It counts the end-of-game events ECHO extracts for its three adversary rates (ga
 a relocation, relocations that came at once after Harry's positive, decoys planted where
 the filter's planting rule expects) over every game so far, and hands the planner the
 same three rates through the same mapping as the memory (`use.rate_models`). No
-patterns, beliefs, skills, decay, recall, corrections: what the hierarchy adds over this
+beliefs, style, decay, recall, corrections: what the hierarchy adds over this
 is what `horcrux season` measures (its `counter` arm)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 CONFIG_PATH = Path(__file__).with_name("echo.toml")
 ENV_CONFIG = "HORCRUX_ECHO_CONFIG"
-LEVELS = ("experience", "pattern", "belief", "skill", "correction")
+LEVELS = ("experience", "belief", "skill", "correction")
 
 
 class EchoConfigError(ValueError):
@@ -25,9 +25,10 @@ class EchoConfigError(ValueError):
 
 @dataclass(frozen=True)
 class EchoConfig:
-    pattern_threshold: int = 3
     belief_threshold: int = 5
-    supersede_patterns: int = 5
+    """Experiences of one subject that form its belief."""
+    supersede_after: int = 15
+    """Contradicting experiences in a row that supersede a belief."""
     freeze_confidence: float = 0.97
     freeze_trials: int = 30
     correction_weight: float = 20.0
@@ -46,8 +47,7 @@ class EchoConfig:
     max_results: int = 10
     cap: int = 120
     budgets: tuple[tuple[str, int], ...] = (
-        ("experience", 40),
-        ("pattern", 20),
+        ("experience", 60),
         ("belief", 25),
         ("skill", 10),
         ("correction", 25),
@@ -87,9 +87,8 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
     "capture": ("experiences", "corrections", "preferences"),
     "consolidation": (
         "schedule",
-        "pattern_threshold",
         "belief_threshold",
-        "supersede_patterns",
+        "supersede_after",
         "freeze_confidence",
         "freeze_trials",
         "correction_weight",

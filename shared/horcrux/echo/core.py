@@ -43,7 +43,8 @@ QUARANTINE_MAX = 100
 PRIOR_FLOOR = 0.05
 """A correction's Beta prior is (w * rate, w * (1 - rate)), each at least this."""
 CONTRADICTION = 0.5
-"""A pattern whose rate is further than this from a belief's mean contradicts it."""
+"""An experience (or an older record's pattern) whose rate is further than this from a
+belief's mean contradicts it."""
 
 
 # ---------------------------------------------------------------- extraction
@@ -156,34 +157,16 @@ class Consolidation:
     """Operator corrections the evidence contradicts (the caller emits an alarm metric)."""
 
 
-def _patterns_from(
-    experiences: list[Experience], clock: float, cfg: EchoConfig
-) -> tuple[list[Experience], list[Pattern]]:
-    """Every `pattern_threshold` experiences of one subject (oldest first) -> a pattern."""
-    kept: list[Experience] = []
-    made: list[Pattern] = []
-    by_subject: dict[str, list[Experience]] = {}
-    for e in experiences:
-        by_subject.setdefault(e.subject, []).append(e)
-    for group in by_subject.values():
-        full = len(group) - len(group) % cfg.pattern_threshold
-        for start in range(0, full, cfg.pattern_threshold):
-            chunk = group[start : start + cfg.pattern_threshold]
-            s = sum(e.success for e in chunk)
-            made.append(
-                Pattern(
-                    id=item_id("pattern", *(e.id for e in chunk)),
-                    subject=chunk[0].subject,
-                    text=f"{s} of {len(chunk)}: " + "; ".join(e.text for e in chunk)[:280],
-                    created=clock,
-                    last_access=clock,
-                    life=cfg.half_life,
-                    successes=s,
-                    trials=len(chunk),
-                )
-            )
-        kept.extend(group[full:])
-    return kept, made
+Evidence = Experience | Pattern
+"""What folds into a belief: an experience (one observation), or a pattern of an older
+record (k of n observations; no layer makes patterns now)."""
+
+
+def _counts(unit: Evidence) -> tuple[int, int]:
+    """(successes, trials) of one unit of evidence."""
+    if isinstance(unit, Experience):
+        return int(unit.success), 1
+    return unit.successes, unit.trials
 
 
 def describe(subject: str, rate: float) -> str:
@@ -225,16 +208,18 @@ def _refresh(belief: Belief, cfg: EchoConfig) -> Belief:
     )
 
 
-def _fold_patterns(
-    items: list[AnyItem], patterns: list[Pattern], clock: float, cfg: EchoConfig, salt: str
-) -> tuple[list[AnyItem], list[Pattern], list[str], list[str]]:
-    """Fold patterns into beliefs: confirm, challenge (and supersede), or form new ones."""
+def _fold(
+    items: list[AnyItem], units: list[Evidence], clock: float, cfg: EchoConfig, salt: str
+) -> tuple[list[AnyItem], list[Evidence], list[str], list[str]]:
+    """Fold each experience (oldest first) straight into its subject's belief: confirm,
+    challenge (and supersede), or, without a belief, wait to form one."""
     superseded: list[str] = []
     created: list[str] = []
-    waiting: list[Pattern] = []
-    for subject in sorted({p.subject for p in patterns}):
-        group = [p for p in patterns if p.subject == subject]
-        for pattern in group:
+    waiting: list[Evidence] = []
+    for subject in sorted({p.subject for p in units}):
+        group = [p for p in units if p.subject == subject]
+        for unit in group:
+            successes, trials = _counts(unit)
             idx = next(
                 (
                     i
@@ -244,18 +229,18 @@ def _fold_patterns(
                 None,
             )
             if idx is None:
-                waiting.append(pattern)
+                waiting.append(unit)
                 continue
             belief = items[idx]
             assert isinstance(belief, Belief)
             if belief.source == "correction":
-                items[idx] = _evidence_on_correction(belief, pattern, cfg)
+                items[idx] = _evidence_on_correction(belief, successes, trials, cfg)
                 continue
-            if abs(pattern.rate - belief.mean) <= CONTRADICTION:
+            if abs(successes / trials - belief.mean) <= CONTRADICTION:
                 belief = belief.model_copy(
                     update={
-                        "alpha": belief.alpha + pattern.successes,
-                        "beta": belief.beta + pattern.trials - pattern.successes,
+                        "alpha": belief.alpha + successes,
+                        "beta": belief.beta + trials - successes,
                         "patterns": belief.patterns + 1,
                         "challenge_successes": 0,
                         "challenge_trials": 0,
@@ -266,16 +251,21 @@ def _fold_patterns(
                 assert isinstance(touched, Belief)
                 items[idx] = _refresh(touched, cfg)
                 continue
+            # a contradicting experience folds in too (the posterior stays unbiased) and
+            # counts towards a run: `supersede_after` in a row supersede the belief
             belief = belief.model_copy(
                 update={
-                    "challenge_successes": belief.challenge_successes + pattern.successes,
-                    "challenge_trials": belief.challenge_trials + pattern.trials,
+                    "alpha": belief.alpha + successes,
+                    "beta": belief.beta + trials - successes,
+                    "patterns": belief.patterns + 1,
+                    "challenge_successes": belief.challenge_successes + successes,
+                    "challenge_trials": belief.challenge_trials + trials,
                     "challenge_patterns": belief.challenge_patterns + 1,
                 }
             )
-            if belief.challenge_patterns >= cfg.supersede_patterns and belief.source == "evidence":
+            if belief.challenge_patterns >= cfg.supersede_after and belief.source == "evidence":
                 new = _new_belief(
-                    pattern.subject,
+                    unit.subject,
                     belief.challenge_successes,
                     belief.challenge_trials,
                     belief.challenge_patterns,
@@ -291,37 +281,36 @@ def _fold_patterns(
                 superseded.append(belief.id)
                 created.append(new.id)
             else:
-                items[idx] = belief
-    # patterns of subjects without a belief wait until `belief_threshold` of them
+                items[idx] = _refresh(belief, cfg)
+    # experiences of subjects without a belief wait until `belief_threshold` of them
     pending = waiting
-    rest: list[Pattern] = []
+    rest: list[Evidence] = []
     for subject in sorted({p.subject for p in pending}):
         group = [p for p in pending if p.subject == subject]
         has_belief = any(
             isinstance(it, Belief) and it.active and it.subject == subject for it in items
         )
         if not has_belief and len(group) >= cfg.belief_threshold:
-            s = sum(p.successes for p in group)
-            t = sum(p.trials for p in group)
+            s = sum(_counts(p)[0] for p in group)
+            t = sum(_counts(p)[1] for p in group)
             new = _refresh(_new_belief(group[0].subject, s, t, len(group), clock, cfg, salt), cfg)
             items.append(new)
             created.append(new.id)
         else:
             rest.extend(group)
-    items = [it for it in items if not isinstance(it, Pattern)]
     return items, rest, superseded, created
 
 
-def _evidence_on_correction(belief: Belief, pattern: Pattern, cfg: EchoConfig) -> Belief:
+def _evidence_on_correction(belief: Belief, successes: int, trials: int, cfg: EchoConfig) -> Belief:
     """A correction is a prior, not a law: the evidence folds into its posterior (so the
     planner's rate moves with it), is tallied against the corrected rate, and flags a
     conflict once it no longer supports it (`confidence` < `conflict_below`)."""
-    s = belief.evidence_successes + pattern.successes
-    t = belief.evidence_trials + pattern.trials
+    s = belief.evidence_successes + successes
+    t = belief.evidence_trials + trials
     updated = belief.model_copy(
         update={
-            "alpha": belief.alpha + pattern.successes,
-            "beta": belief.beta + pattern.trials - pattern.successes,
+            "alpha": belief.alpha + successes,
+            "beta": belief.beta + trials - successes,
             "patterns": belief.patterns + 1,
             "evidence_successes": s,
             "evidence_trials": t,
@@ -342,10 +331,11 @@ def _style(
     factors: Mapping[str, float] | None,
     clock: float,
     cfg: EchoConfig,
-) -> None:
+) -> Mapping[str, float] | None:
     """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the played
     filter's, or recomputed from the events over the models the start-up played), in
-    place; and end a skill left from before (history: no layer reads skills)."""
+    place; and end a skill left from before (history: no layer reads skills). Returns the
+    factors (None: the game has none, a rebuild's case)."""
     from horcrux.echo import style
     from horcrux.echo.use import memory_plan
 
@@ -359,7 +349,7 @@ def _style(
         models = plan.models if plan is not None else MODES[DEFAULT_MODE]
         factors = style.replay_factors(events[0].rules, models, events)
     if factors is None:
-        return
+        return None
     index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
     current = items[index] if index is not None else None
     assert current is None or isinstance(current, Style)
@@ -369,6 +359,63 @@ def _style(
         items.append(new_style)
     else:
         items[index] = new_style
+    return factors
+
+
+def _threshold_evidence(
+    items: list[AnyItem], factors: Mapping[str, float] | None, cfg: EchoConfig
+) -> None:
+    """A threshold correction is a prior, not a law: every game's factors of the
+    belief-reacting models are tallied on it (in place), its `confidence` is the tally's
+    posterior at the corrected threshold, and below `conflict_below` it is a conflict."""
+    from horcrux.echo import style
+    from horcrux.echo.use import nearest_threshold
+
+    if not factors:
+        return
+    for i, it in enumerate(items):
+        if not (
+            isinstance(it, Correction)
+            and it.subject == "threshold"
+            and it.rate is not None
+            and it.valid_to is None
+        ):
+            continue
+        evidence = dict(it.evidence)
+        for u, r in factors.items():
+            if u.startswith("belief@"):
+                evidence[u] = round(evidence.get(u, 0.0) + style.TEMPER * r, 6)
+        games = it.evidence_games + 1
+        target = nearest_threshold(it.rate)
+        confidence = (
+            style.threshold_support(evidence, target) if games >= style.THRESHOLD_MIN_GAMES else 1.0
+        )
+        conflict = confidence < cfg.conflict_below
+        text = it.text.split("; contradicted")[0]
+        if conflict:
+            q = style.evidence_thresholds(evidence)
+            best = max(q, key=lambda t: q[t]) if q else target
+            text += f"; contradicted: evidence favours {best:g} after {games} games"
+        items[i] = it.model_copy(
+            update={
+                "evidence": evidence,
+                "evidence_games": games,
+                "confidence": confidence,
+                "conflict": conflict,
+                "text": text[:300],
+            }
+        )
+
+
+def live_conflicts(items: Sequence[AnyItem]) -> tuple[str, ...]:
+    """The ids of the live corrections the evidence contradicts: a rate correction's
+    belief, or a threshold correction itself."""
+    return tuple(
+        it.id
+        for it in items
+        if (isinstance(it, Belief) and it.active and it.conflict and it.source == "correction")
+        or (isinstance(it, Correction) and it.valid_to is None and it.conflict)
+    )
 
 
 @dataclass
@@ -469,15 +516,16 @@ def consolidate(
                 now,
                 cfg,
             )
-    experiences = [it for it in items if isinstance(it, Experience)]
-    experiences += extract(summary, now, cfg, events)
-    old_patterns = [it for it in items if isinstance(it, Pattern)]
+    # the evidence: an older record's waiting patterns, the waiting experiences, then this
+    # game's, each folded straight into its subject's belief
+    units: list[Evidence] = [it for it in items if isinstance(it, Pattern)]
+    units += [it for it in items if isinstance(it, Experience)]
+    units += extract(summary, now, cfg, events)
     others: list[AnyItem] = [it for it in items if not isinstance(it, Experience | Pattern)]
-    kept_exp, new_patterns = _patterns_from(experiences, now, cfg)
-    new_patterns = old_patterns + new_patterns
-    folded, waiting, superseded, created = _fold_patterns(others, new_patterns, now, cfg, salt)
-    _style(memory, folded, events, factors, now, cfg)
-    merged: list[AnyItem] = [*folded, *waiting, *kept_exp]
+    folded, waiting, superseded, created = _fold(others, units, now, cfg, salt)
+    played = _style(memory, folded, events, factors, now, cfg)
+    _threshold_evidence(folded, played, cfg)
+    merged: list[AnyItem] = [*folded, *waiting]
     capped = _cap(merged, now, cfg)
     dropped = len(capped.forgotten) + len(capped.evicted)
     # the guard watches what the memory held before this game (not this game's own items)
@@ -509,11 +557,7 @@ def consolidate(
         counters = _count(counters, evicted__quarantine=over)
     counters = _count(counters, archived=len(capped.archived))
     seen = (*memory.seen, summary.game_id)[-SEEN_MAX:]
-    conflicts = tuple(
-        it.id
-        for it in capped.alive
-        if isinstance(it, Belief) and it.active and it.conflict and it.source == "correction"
-    )
+    conflicts = live_conflicts(capped.alive)
     return Consolidation(
         memory.model_copy(
             update={
@@ -645,7 +689,16 @@ def confirm_correction(
     cfg = config or default_config()
     i, correction = _find_correction(memory, item)
     items = list(memory.items)
-    items[i] = correction.model_copy(update={"confirmed": correction.confirmed + 1})
+    update: dict[str, object] = {"confirmed": correction.confirmed + 1}
+    if correction.subject == "threshold":  # its tally restarts: the operator's word again
+        update.update(
+            evidence={},
+            evidence_games=0,
+            confidence=1.0,
+            conflict=False,
+            text=correction.text.split("; contradicted")[0],
+        )
+    items[i] = correction.model_copy(update=update)
     j = _correction_belief(memory, correction.id)
     if j is not None:
         belief = items[j]

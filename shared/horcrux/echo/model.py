@@ -1,6 +1,7 @@
-"""ECHO's memory items: experiences, patterns, beliefs, skills, corrections (and
-preferences), and one scope's memory. Pydantic, frozen, JSON-encodable; no clock: every
-time is the scope's clock value (a game ordinal, or hours when the config says so)."""
+"""ECHO's memory items: experiences, beliefs, the style, corrections (and preferences),
+patterns and skills of older records, and one scope's memory. Pydantic, frozen,
+JSON-encodable; no clock: every time is the scope's clock value (a game ordinal, or hours
+when the config says so)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ class Experience(_Item):
 
 
 class Pattern(_Item):
-    """`pattern_threshold` similar experiences: their count of confirmations."""
+    """An older record only: k of n experiences of one subject. No layer makes patterns
+    now (batching experiences changed no measured decision: docs/ECHO.md); one left in a
+    record folds into its subject's belief at the next consolidation, as its k of n."""
 
     level: Literal["pattern"] = "pattern"
     successes: int
@@ -125,6 +128,7 @@ class Belief(_Item):
     alpha: float = Field(gt=0)
     beta: float = Field(gt=0)
     patterns: int = 0
+    """The units of evidence folded in (experiences; an older record's patterns)."""
     valid_from: float
     valid_to: float | None = None
     superseded_by: str | None = None
@@ -133,6 +137,7 @@ class Belief(_Item):
     challenge_successes: int = 0
     challenge_trials: int = 0
     challenge_patterns: int = 0
+    """Contradicting units in a row (`supersede_after` of them supersede the belief)."""
     applied: int = 0
     applied_ok: int = 0
     evidence_successes: int = 0
@@ -204,6 +209,18 @@ class Correction(_Item):
     """Set when the operator retires it (its belief, if any, ends with it)."""
     confirmed: int = 0
     """How many times the operator confirmed it against contradicting evidence."""
+    evidence: dict[str, float] = Field(default_factory=dict)
+    """A `threshold` correction's evidence since it was asserted (or last confirmed): per
+    belief-reacting model unit (`belief@T`, `belief@T/naive`), the tempered sum of every
+    game's log Bayes factor, never discounted (frozen: protected from decay, not from
+    evidence)."""
+    evidence_games: int = 0
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    """A `threshold` correction: the evidence's posterior probability of the corrected
+    threshold (`style.threshold_support`), 1 until `THRESHOLD_MIN_GAMES` games."""
+    conflict: bool = False
+    """A `threshold` correction the evidence contradicts (`confidence` below
+    `conflict_below`): flagged for the operator (confirm or retire)."""
 
 
 class Style(_Item):

@@ -28,6 +28,7 @@ from horcrux.echo.core import (
     UnknownItem,
     add_correction,
     confirm_correction,
+    live_conflicts,
     retire_correction,
 )
 from horcrux.echo.decay import retention
@@ -182,15 +183,17 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             valid_to=item.valid_to,
             confirmed=item.confirmed,
         )
+        if item.subject == "threshold":
+            view.update(
+                confidence=item.confidence,
+                conflict=item.conflict,
+                evidence={"games": item.evidence_games, "scores": item.evidence},
+            )
     return view
 
 
 def _scope_view(memory: EchoMemory) -> dict[str, Any]:
-    conflicts = [
-        i.id
-        for i in memory.items
-        if isinstance(i, Belief) and i.active and i.source == "correction" and i.conflict
-    ]
+    conflicts = list(live_conflicts(memory.items))
     return {
         "agent": memory.agent,
         "opponent": memory.opponent,

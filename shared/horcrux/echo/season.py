@@ -10,9 +10,10 @@ Arms (`ARMS`):
 * `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
-  posterior), `no-beliefs` (the rate beliefs' learned models), `no-patterns` (every
-  experience its own pattern: `pattern_threshold` 1), `no-decay` (decay off: items never
-  fade, the style's evidence is never discounted).
+  posterior), `no-beliefs` (the rate beliefs' learned models), `no-decay` (decay off:
+  items never fade, the style's evidence is never discounted);
+* `corrected`: full memory that starts from an operator's correction (`correction`, a
+  subject and a rate, added before the first game): what a correction adds.
 
 `switch` changes the opponent's style at game `switch_at` (the adaptation measure)."""
 
@@ -29,8 +30,8 @@ from horcrux.compaction import summarise_game
 from horcrux.echo import style
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.core import consolidate
-from horcrux.echo.model import EchoMemory
+from horcrux.echo.core import add_correction, consolidate
+from horcrux.echo.model import EchoMemory, Subject
 from horcrux.echo.use import (
     ALL_LAYERS,
     Layers,
@@ -48,14 +49,16 @@ from horcrux.views import harry_view, voldemort_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
-ABLATION_ARMS = ("no-style", "no-beliefs", "no-patterns", "no-decay")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay")
 ARMS = BASE_ARMS + ABLATION_ARMS
+CORRECTED = "corrected"
+KNOWN_ARMS = (*ARMS, CORRECTED)
 LAYERS_OF: dict[str, Layers] = {
     "on": ALL_LAYERS,
     "no-style": replace(ALL_LAYERS, style=False),
     "no-beliefs": replace(ALL_LAYERS, beliefs=False),
-    "no-patterns": ALL_LAYERS,
     "no-decay": ALL_LAYERS,
+    CORRECTED: ALL_LAYERS,
 }
 
 Events = list[GameStarted | HarryMoved | VoldemortMoved]
@@ -111,16 +114,27 @@ def play(
 class Arm:
     """One arm's memory across the season: plans each game, learns from it."""
 
-    def __init__(self, name: str, opponent: str, config: EchoConfig) -> None:
-        if name not in ARMS:
-            raise ValueError(f"unknown season arm {name!r}; known: {', '.join(ARMS)}")
+    def __init__(
+        self,
+        name: str,
+        opponent: str,
+        config: EchoConfig,
+        correction: tuple[Subject, float] | None = None,
+    ) -> None:
+        if name not in KNOWN_ARMS:
+            raise ValueError(f"unknown season arm {name!r}; known: {', '.join(KNOWN_ARMS)}")
+        if name == CORRECTED and correction is None:
+            raise ValueError("the corrected arm needs a correction (a subject and a rate)")
         self.name = name
         self.config = config
-        if name == "no-patterns":
-            self.config = replace(config, pattern_threshold=1)
-        elif name == "no-decay":
+        if name == "no-decay":
             self.config = replace(config, decay_enabled=False)
         self.memory = EchoMemory(agent=AGENT, opponent=opponent)
+        if name == CORRECTED and correction is not None:
+            subject, rate = correction
+            self.memory = add_correction(
+                self.memory, wrong="", right="", subject=subject, rate=rate, config=config
+            )
         self.counter = CounterBaseline()
         self.leaks = 0
 
@@ -251,6 +265,7 @@ def run_season(
     arms: Sequence[str] = BASE_ARMS,
     config: EchoConfig | None = None,
     progress: Callable[[int], None] | None = None,
+    correction: tuple[Subject, float] | None = None,
 ) -> Season:
     cfg = config or default_config()
     rule_set = PRESETS[rules]
@@ -258,7 +273,7 @@ def run_season(
         switch_at = games // 2
     names = tuple(dict.fromkeys(arms))
     opponent = voldemort.split(":", 1)[0]
-    state = {a: Arm(a, opponent, cfg) for a in names}
+    state = {a: Arm(a, opponent, cfg, correction) for a in names}
     season = Season(voldemort, switch_to, switch_at, seed, games, names)
     season.wins = {a: [] for a in names}
     for g in range(games):

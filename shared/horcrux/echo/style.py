@@ -142,6 +142,24 @@ def threshold_posterior(q: Mapping[str, float]) -> dict[float, float]:
     return {t: p / total for t, p in sorted(out.items())} if total > 0 else {}
 
 
+THRESHOLD_MIN_GAMES = 3
+"""A threshold correction is the operator's word until this many games of evidence."""
+
+
+def evidence_thresholds(evidence: Mapping[str, float]) -> dict[float, float]:
+    """The threshold posterior of `evidence` (tempered log Bayes factors per unit) from
+    the default prior P0: `threshold_posterior` of `posterior(evidence, P0)`."""
+    from horcrux.belief.bayes import DEFAULT_MODE, MODES
+
+    return threshold_posterior(posterior(evidence, units(MODES[DEFAULT_MODE])))
+
+
+def threshold_support(evidence: Mapping[str, float], threshold: float) -> float:
+    """How much a threshold correction's `evidence` supports `threshold`: the
+    posterior's marginal at it (`evidence_thresholds`)."""
+    return round(evidence_thresholds(evidence).get(threshold, 0.0), 4)
+
+
 def describe(style: Style) -> str:
     from horcrux.belief.bayes import DEFAULT_MODE, MODES
 
@@ -156,10 +174,13 @@ __all__ = [
     "FLOOR",
     "LEVEL0",
     "TEMPER",
+    "THRESHOLD_MIN_GAMES",
     "bayes_factors",
+    "evidence_thresholds",
     "posterior",
     "replay_factors",
     "threshold_posterior",
+    "threshold_support",
     "unit_of",
     "units",
     "updated",
