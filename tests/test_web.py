@@ -188,6 +188,15 @@ def _my_turn(page: Page, turn: int) -> None:
     expect(page.get_by_test_id("actions")).to_be_visible()
 
 
+def _wait_for_moves(page: Page, n: int) -> None:
+    """Until the page has timed `n` moves. Not `wait_for_function`: a string predicate that
+    is not true at once is polled through eval, which the page's CSP refuses."""
+    deadline = time.monotonic() + UI_MS / 1000
+    while page.evaluate("window.horcruxMetrics.moves.length") < n:
+        assert time.monotonic() < deadline, f"the page never timed {n} moves"
+        page.wait_for_timeout(5)  # the browser's own clock: a frame or so
+
+
 def _events(served: Served, game_id: str, token: str | None = None) -> list[dict[str, Any]]:
     return list(served.client.all_events(game_id, token))
 
@@ -259,7 +268,7 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
     expect(page.get_by_test_id("end")).to_contain_text("You won!")
     expect(page.get_by_test_id("end")).to_contain_text("every Horcrux destroyed")
     # each move's time from its click to its result painted (pushed on the next frame)
-    page.wait_for_function("window.horcruxMetrics.moves.length === 4")
+    _wait_for_moves(page, 4)
     moves = page.evaluate("window.horcruxMetrics.moves")
     assert len(moves) == 4, moves
     figures["move_click_to_result_ms"] = {
