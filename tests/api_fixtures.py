@@ -24,6 +24,7 @@ if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
 
 from conftest import TEST_AWS_ENV, set_aws_env  # noqa: E402
 
+from horcrux.local.wsgi import own_metric_set  # noqa: E402
 from horcrux.store import DynamoDbStore  # noqa: E402
 
 EVENTS_DIR = ROOT / "events"
@@ -63,6 +64,9 @@ def load_handler(name: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # a copy is an execution environment of its own: its own Powertools metric set (they
+    # share class-level dicts, which two copies called from two threads would corrupt)
+    own_metric_set(module)
     return module
 
 

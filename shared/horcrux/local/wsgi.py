@@ -92,7 +92,7 @@ def _own_current_event(module: ModuleType) -> None:
     app.resolve = own_resolve
 
 
-def _own_metric_set(module: ModuleType) -> None:
+def own_metric_set(module: ModuleType) -> None:
     """Give the module's Powertools `Metrics` its own metric, dimension and metadata sets.
 
     Every `Metrics` shares class-level dicts; two environments used at once would add to
@@ -117,7 +117,7 @@ class ApiEnvironment:
     def __init__(self, module: ModuleType) -> None:
         self.module = module
         _own_current_event(module)
-        _own_metric_set(module)
+        own_metric_set(module)
         self._handler: Handler = module.lambda_handler
         metrics = getattr(module, "metrics", None)
         self._clear: Callable[[], None] | None = getattr(metrics, "clear_metrics", None)
@@ -459,5 +459,6 @@ __all__ = [
     "checkout_root",
     "environ_headers",
     "load_api_handler",
+    "own_metric_set",
     "response_body",
 ]
