@@ -209,11 +209,11 @@ def test_the_ablation_section_of_the_docs_is_the_generators() -> None:
     assert [(s["switch_to"], s["switch_at"]) for s in data["seasons"]][-1] == ("shadow:0.8", 100)
     assert [(c["voldemort"], c["correction"]["subject"]) for c in data["corrections"]] == [
         ("late", "immediate"),
-        ("decoy-heavy", "relocates"),
+        ("decoy-heavy", "plant_blind"),
         ("shadow", "threshold"),
     ]
-    assert data["correction_games"] == 50
-    assert all(len(c["wins"]["corrected"]) == 50 for c in data["corrections"])
+    assert data["correction_games"] == 5 and data["correction_scopes"] == 40
+    assert all(len(c["wins"]["corrected"]) == 200 for c in data["corrections"])
 
 
 def test_the_ablation_generator_runs_on_a_tiny_season() -> None:
@@ -222,6 +222,7 @@ def test_the_ablation_generator_runs_on_a_tiny_season() -> None:
         opponents=(("decoy-heavy", None),),
         corrections=(("late", "immediate", 0.0),),
         correction_games=2,
+        correction_scopes=2,
         workers=1,
     )
     section = render_section(data)
@@ -231,6 +232,7 @@ def test_the_ablation_generator_runs_on_a_tiny_season() -> None:
     (c,) = data["corrections"]
     assert c["correction"] == {"subject": "immediate", "rate": 0.0}
     assert sorted(c["wins"]) == ["corrected", "no-beliefs", "on"]
+    assert all(len(w) == 4 for w in c["wins"].values())  # 2 scopes of 2 games
     assert "| `late` | `immediate` = 0 |" in section
 
 

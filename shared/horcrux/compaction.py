@@ -273,13 +273,13 @@ def summarise_game(
                         attacked_turn=None,
                     )
                 )
-    from horcrux.echo.core import decoy_rule_hits  # ECHO's `plant_top`: one definition
+    from horcrux.echo.core import decoy_placements  # ECHO's `plant_*`: one definition
 
-    hits = decoy_rule_hits(events)
-    if len(hits) == len(decoys):
+    placed = decoy_placements(events)
+    if len(placed) == len(decoys):
         decoys = [
-            d.model_copy(update={"at_rule_top": hit})
-            for d, (_, hit) in zip(decoys, hits, strict=True)
+            d.model_copy(update={"at_rule_top": p.rule_top, "at_blind_top": p.blind})
+            for d, p in zip(decoys, placed, strict=True)
         ]
     harry, voldemort = seats["harry"], seats["voldemort"]
     return GameSummary(

@@ -124,7 +124,8 @@ class CorrectionRequest(BaseModel):
     subject: str = Field(
         default="note",
         max_length=32,
-        description="what it acts on: relocates, immediate, plant_top, threshold, jitter, "
+        description="what it acts on: relocates, immediate, plant_top, plant_blind, threshold, "
+        "jitter, "
         "near, hesitate, attack_near, timing (anything else is a 422 not_actionable)",
     )
     rate: StrictFloat | None = Field(

@@ -72,7 +72,7 @@ from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 
 Motion = Literal["trigger", "hazard", "static", "belief"]
-Placement = Literal["evidence", "random", "belief"]
+Placement = Literal["evidence", "random", "belief", "greedy"]
 Destination = Literal["uniform", "low"]
 Reads = Literal["own", "naive", "rule"]
 FloatArray = NDArray[np.float64]
@@ -95,8 +95,10 @@ class AdversaryModel:
     hazard: float = 0.03  # P(one relocation per turn | charges left)
     plant: float = 0.0  # P(plant a decoy this turn | it is possible)
     prior: float = 1.0
-    placement: Placement = "evidence"  # where: the top-evidence free location, anywhere
-    # free, or ("belief") the free location Harry's own map rates highest, above k/N
+    placement: Placement = "evidence"  # where: the top-evidence free location (evidence
+    # above 0), anywhere free, ("belief") the free location Harry's own map rates highest,
+    # above k/N, or ("greedy") the top-evidence free location whatever its evidence: a
+    # Voldemort who plants whenever he can, from turn 1
     threshold: float = 0.5  # `belief` motion: Harry's occupancy that triggers a move
     spread: float = 0.0  # `belief`: the threshold is uniform on threshold +- spread
     destination: Destination = "uniform"  # where a moved Horcrux goes: any free location,
@@ -426,7 +428,7 @@ def forgotten_budgets(
         }[model.motion]
         used = _spent(turns, move, rules.relocations)
         charges.append(_blend(tuple(reversed(used)), trust if turns else 1.0))  # j used: R - j left
-        plant = model.plant * positive * (1.0 - move)
+        plant = model.plant * (1.0 if model.placement == "greedy" else positive) * (1.0 - move)
         decoys.append(_blend(tuple(_spent(turns, plant, rules.decoys)), trust if turns else 1.0))
     return tuple(charges), tuple(decoys)
 
@@ -846,6 +848,8 @@ class _Filters:
                         above = np.flatnonzero(seen > self.tab.k / self.n)
                         rated[reads] = above[np.argsort(-seen[above], kind="stable")].tolist()
                     order = rated[reads]
+                elif placement == "greedy":  # every location, best evidence first
+                    order = np.argsort(-evidence, kind="stable").tolist()
                 else:
                     if cand is None:
                         positive = np.flatnonzero(evidence > 0.0)

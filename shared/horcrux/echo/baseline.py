@@ -25,7 +25,7 @@ class CounterBaseline:
     )
 
     def add(self, summary: GameSummary, events: Sequence[AnyEvent] | None = None) -> None:
-        from horcrux.echo.core import decoy_rule_hits
+        from horcrux.echo.core import decoy_placements
 
         c = self.counts
         c["relocates"][0] += bool(summary.relocations)
@@ -34,7 +34,7 @@ class CounterBaseline:
         c["immediate"][1] += len(summary.relocations)
         hits = [d.at_rule_top for d in summary.decoys]
         if events and any(h is None for h in hits):
-            hits = [hit for _, hit in decoy_rule_hits(events)]
+            hits = [p.rule_top for p in decoy_placements(events)]
         c["plant_top"][0] += sum(bool(h) for h in hits if h is not None)
         c["plant_top"][1] += sum(h is not None for h in hits)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.decay import evidence_discount, reinforce, retention
@@ -48,15 +49,27 @@ belief's mean contradicts it."""
 
 
 # ---------------------------------------------------------------- extraction
-def decoy_rule_hits(events: Sequence[AnyEvent]) -> list[tuple[str, bool]]:
-    """Per decoy planted, in order: (location, whether it went where the filter's `plant`
-    rule expects: the free location with the highest public evidence, evidence > 0)."""
+class Planted(NamedTuple):
+    """One decoy as the filter's planting rules read it."""
+
+    location: str
+    rule_top: bool
+    """At the free location with the highest public evidence, that evidence above 0:
+    where the planting rule (`placement = "evidence"`) expects it (`plant_top`)."""
+    blind: bool
+    """At the free location with the highest public evidence while that evidence was not
+    above 0: planted whenever he can, before any positive there (`placement = "greedy"`,
+    `plant_blind`)."""
+
+
+def decoy_placements(events: Sequence[AnyEvent]) -> list[Planted]:
+    """Per decoy planted, in order: where it went against the filter's planting rules."""
     from horcrux.agents.voldemort import public_evidence
 
     if not events or not isinstance(events[0], GameStarted):
         return []
     state, _ = new_game(events[0].rules, events[0].seed)
-    out: list[tuple[str, bool]] = []
+    out: list[Planted] = []
     for event in events[1:]:
         if isinstance(event, GameStarted):
             return out
@@ -65,8 +78,9 @@ def decoy_rule_hits(events: Sequence[AnyEvent]) -> list[tuple[str, bool]]:
             evidence = public_evidence(state.rules, view.history)
             free = view.free_locations()
             best = max(free, key=lambda loc: evidence[loc]) if free else None
-            hit = best == event.action.location and evidence[event.action.location] > 0
-            out.append((event.action.location, hit))
+            at = event.action.location
+            top = best == at
+            out.append(Planted(at, top and evidence[at] > 0, top and evidence[at] <= 0))
         state, _ = apply(state, event.action)
     return out
 
@@ -115,16 +129,23 @@ def extract(
                 False,
                 f"relocated {r.turns_since_positive} turns after my positive at {r.from_location}",
             )
-    rule_hits = decoy_rule_hits(events) if events else []
+    placed = decoy_placements(events) if events else []
     for i, d in enumerate(summary.decoys):
-        # one definition of `plant_top`: the filter's planting rule, from the record (set
-        # by compaction) or the events; never Harry's belief top (another rate)
-        hit = d.at_rule_top
-        if hit is None and rule_hits and i < len(rule_hits):
-            hit = rule_hits[i][1]
+        # one definition of `plant_top` and one of `plant_blind`: the filter's planting
+        # rules, from the record (set by compaction) or the events; never Harry's belief
+        # top (another rate)
+        known = placed[i] if i < len(placed) else None
+        hit = d.at_rule_top if d.at_rule_top is not None else (known.rule_top if known else None)
+        blind = d.at_blind_top if d.at_blind_top is not None else (known.blind if known else None)
         if hit is not None:
             where = "at" if hit else "away from"
             add("plant_top", hit, f"decoy {where} my top evidence location {d.location}")
+        if blind is not None:
+            if blind:
+                text = f"decoy at {d.location} before any positive of mine there"
+            else:
+                text = f"decoy at {d.location} not planted blind"
+            add("plant_blind", blind, text)
         if d.attacked_turn is not None:
             add("decoy_hit", True, f"attack wasted on a decoy at {d.location}")
         else:
@@ -175,6 +196,7 @@ def describe(subject: str, rate: float) -> str:
         "relocates": f"relocates horcruxes in {pct} of games",
         "immediate": f"{pct} of relocations come at once after my positive there",
         "plant_top": f"{pct} of decoys are planted at my top location",
+        "plant_blind": f"{pct} of decoys are planted before any positive of mine there",
         "decoy_hit": f"{pct} of decoys cost me an attack",
         "win": f"I win {pct} of games",
     }

@@ -18,6 +18,7 @@ Subject = Literal[
     "relocates",
     "immediate",
     "plant_top",
+    "plant_blind",
     "decoy_hit",
     "win",
     "note",
@@ -29,7 +30,7 @@ Subject = Literal[
     "attack_near",
     "timing",
 ]
-ADVERSARY_SUBJECTS: tuple[Subject, ...] = ("relocates", "immediate", "plant_top")
+ADVERSARY_SUBJECTS: tuple[Subject, ...] = ("relocates", "immediate", "plant_top", "plant_blind")
 """The rates that set the Bayes filter's adversary parameters."""
 PARAM_SUBJECTS: tuple[Subject, ...] = ("jitter", "near", "hesitate", "attack_near", "timing")
 """The planner knobs (`PlannerParams` fields) a preference may set."""

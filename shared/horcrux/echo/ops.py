@@ -455,9 +455,10 @@ def correct(
 
 ACTIONABLE = (
     "a correction or preference must name what the planner acts on, with a rate in [0, 1]: "
-    "relocates, immediate, plant_top (the learned opponent's rates: P(relocates in a game), "
-    "P(a relocation comes at once after my positive), P(a decoy goes where the planting "
-    "rule expects)); threshold (Harry's occupancy at which the opponent relocates); "
+    "relocates, immediate, plant_top, plant_blind (the learned opponent's rates: "
+    "P(relocates in a game), P(a relocation comes at once after my positive), P(a decoy "
+    "goes where the planting rule expects), P(a decoy is planted before any positive "
+    "there)); threshold (Harry's occupancy at which the opponent relocates); "
     "jitter, near, hesitate, attack_near, timing (the planner's knobs)"
 )
 

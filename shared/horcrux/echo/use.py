@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # numpy comes with the belief map: imported where models are 
     from horcrux.belief.bayes import AdversaryModel
 
 TRIGGER_FLOOR = 0.1
-DEFAULT_RATES = {"relocates": 0.8, "immediate": 0.8, "plant_top": 0.8}
+DEFAULT_RATES = {"relocates": 0.8, "immediate": 0.8, "plant_top": 0.8, "plant_blind": 0.0}
 LINE_QUERY = "voldemort relocates horcrux after my positive decoy top location attack"
 LEARNED_SHARE = 0.3
 """The learned models' share of the prior while no style posterior weighs them."""
@@ -73,12 +73,25 @@ def rate_models(rates: Mapping[str, float | None]) -> tuple[AdversaryModel, ...]
     # relocations that do not follow a positive at once are not what either filter
     # expects; the static filter then trusts its decoy model less, in that proportion
     static_plant = round(plant * (1.0 - r * (1.0 - t)), 3)
-    return (
+    models = [
         AdversaryModel(
             "trigger", "trigger", trigger=1.0, plant=round(plant, 3), prior=trigger_prior
         ),
         AdversaryModel("static", "static", plant=static_plant, prior=round(1 - trigger_prior, 4)),
-    )
+    ]
+    blind = rates.get("plant_blind")
+    if blind is not None and blind > 0.0:
+        # decoys planted before any positive there: a share of the static prior goes to
+        # a model that plants at the top-evidence location whenever it can
+        share = min(1.0 - TRIGGER_FLOOR, blind)
+        rest = models[1].prior
+        models[1] = replace(models[1], prior=round(rest * (1.0 - share), 4))
+        models.append(
+            AdversaryModel(
+                "greedy", "static", plant=1.0, placement="greedy", prior=round(rest * share, 4)
+            )
+        )
+    return tuple(models)
 
 
 def adversary_models(memory: EchoMemory | None) -> tuple[AdversaryModel, ...] | None:

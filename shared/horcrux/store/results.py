@@ -67,6 +67,12 @@ class DecoyRecord(_Frozen):
         "with the highest public evidence, evidence > 0): ECHO's `plant_top` (None: a "
         "record written before this field)",
     )
+    at_blind_top: bool | None = Field(
+        default=None,
+        description="planted at the free location with the highest public evidence while "
+        "that evidence was not above 0 (before any positive there): ECHO's `plant_blind` "
+        "(None: a record written before this field)",
+    )
 
 
 class BeliefSummary(_Frozen):
