@@ -27,7 +27,10 @@ Predictive step (what Voldemort may have done after Harry's turn), one per adver
     sum of Harry's searches there, reset by an attack) when that evidence is above 0 and
     no relocation happened. The chance that each candidate was the free one chosen raises
     its c_j, and the expected number of decoys used is tracked so planting stops once the
-    charges are (probably) spent. (Destinations ignore decoys, an approximation.)
+    charges are (probably) spent. (Destinations ignore decoys, an approximation.) A
+    `greedy` placement drops "above 0": every location is a candidate, best evidence
+    first (a Voldemort who plants whenever he can, from turn 1: what cross-game memory
+    learns as `plant_blind`).
 
 Model averaging (`mixture`)
     Each model runs its own exact filter; its posterior weight is its prior times the
