@@ -250,6 +250,7 @@ class _Tables:
     sets: tuple[tuple[int, ...], ...]
     member: BoolArray  # (n_sets, n)
     free: FloatArray  # (n_sets, n): 1 where the location is not in the set
+    free_bool: BoolArray  # (n_sets, n): the same as booleans
     memberf: FloatArray  # (n_sets, n) as floats, for marginals
     with_j: tuple[IntArray, ...]  # per j: rows whose set holds j
     without_j: tuple[IntArray, ...]  # per j: rows whose set lacks j
@@ -324,6 +325,7 @@ def _tables(n: int, k: int) -> _Tables:
         sets=sets,
         member=member,
         free=(~member).astype(np.float64),
+        free_bool=~member,
         memberf=member.astype(np.float64),
         with_j=tuple(with_j),
         without_j=tuple(without_j),
@@ -453,7 +455,8 @@ class _BeliefPlan:
         self.harry = harry
         self.top_max = float(harry.max()) if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
-        self._low_cols: IntArray | None = None
+        self._band: BoolArray | None = None
+        self._lowest: IntArray | None = None
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
@@ -489,16 +492,33 @@ class _BeliefPlan:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
 
         Only the locations within LOW_BAND of the (k+1)-th lowest can be one: a set of k
-        leaves one of the k+1 lowest free, so its lowest free location is no higher."""
-        if self._low_cols is None:
-            k = self.tab.k
-            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
-            self._low_cols = np.flatnonzero(self.harry <= ceiling + LOW_BAND)
-        cols = self._low_cols
-        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
-        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
-        out: FloatArray = np.zeros((len(go), self.tab.n))
-        out[:, cols] = low / low.sum(axis=1, keepdims=True)
+        leaves one of the k+1 lowest free, so its lowest free location is no higher.
+        Sorted by occupancy, the lowest free location of a set is the first of those k+1
+        it lacks (at position p); its `low` destinations are the free ones among `band[p]`,
+        the locations within LOW_BAND of that one (a table of k+1 rows per map)."""
+        tab = self.tab
+        if self._band is None:
+            k = tab.k
+            lowest = np.argsort(self.harry, kind="stable")[: k + 1]
+            edge = self.harry[lowest] + LOW_BAND
+            self._lowest = lowest
+            self._band = self.harry[None, :] <= edge[:, None]  # (k+1, n)
+        # p: the first of the k+1 lowest that the set lacks (argmax of the first False)
+        first = np.argmin(tab.member[go[:, None], self._lowest], axis=1)
+        low = self._band[first] & tab.free_bool[go]
+        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        return out
+
+    def dest(self, go: IntArray, destination: Destination, scatter: float) -> FloatArray:
+        """(len(go), n): where a moved Horcrux of each set go[i] goes: uniform over the
+        free locations, or `low` with a `scatter` share uniform."""
+        tab = self.tab
+        anywhere = tab.free[go] * (1.0 / (tab.n - tab.k))  # uniform over the free ones
+        if destination != "low":
+            return anywhere
+        out = self.low(go)
+        if scatter > 0.0:
+            out = (1.0 - scatter) * out + scatter * anywhere
         return out
 
 
@@ -565,6 +585,7 @@ class _Filters:
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
+        self._offset_cache: dict[tuple[int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
 
     @property
@@ -722,7 +743,7 @@ class _Filters:
             if attack[j] <= 0.0:
                 return 0.0
             go = tab.with_j[j]
-            fire_go = np.full(len(go), float(attack[j]) * model.trigger)
+            fire_go: FloatArray | float = float(attack[j]) * model.trigger
             targets_go = tab.swap[go, j]
         else:
             lo = model.threshold - model.spread
@@ -733,33 +754,37 @@ class _Filters:
                 fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
             else:
                 fire = (top >= model.threshold).astype(np.float64)
-            fire *= model.trigger
-            go = np.flatnonzero(fire > 0.0)
+            if model.trigger != 1.0:
+                fire *= model.trigger
+            go = np.flatnonzero(fire)
             if not len(go):
                 return 0.0
             fire_go = fire[go]
             targets_go = plan.targets(go)
         self._marginal = None
         w = self.w
-        moved = w[1:, i][:, go] * fire_go[None, :]  # (R, moving sets)
+        moved = w[1:, i, go] * fire_go  # (R, moving sets)
         total = float(moved.sum())
         if total <= 0.0:
             return 0.0
-        anywhere = tab.free[go] * (1.0 / (self.n - tab.k))  # uniform over the free ones
-        if model.destination == "low":
-            dest = plan.low(go)
-            if model.scatter > 0.0:
-                dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
-        else:
-            dest = anywhere
-        w[1:, i][:, go] -= moved
+        dest = plan.dest(go, model.destination, model.scatter)
+        w[1:, i, go] -= moved
         n_sets = len(tab.sets)
-        contrib = moved[:, :, None] * dest[None, :, :]  # (R, moving, n)
-        offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
-        idx = (targets_go[None, :, :] + offsets).reshape(-1)
+        contrib = moved[:, :, None] * dest  # (R, moving, n)
+        offsets = self._offsets(moved.shape[0], n_sets)
+        idx = (targets_go + offsets).reshape(-1)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
         w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
         return total
+
+    def _offsets(self, rows: int, n_sets: int) -> IntArray:
+        """(rows, 1, 1): the first flat position of each charge level's sets."""
+        key = (rows, n_sets)
+        found = self._offset_cache.get(key)
+        if found is None:
+            found = (np.arange(rows) * n_sets)[:, None, None]
+            self._offset_cache[key] = found
+        return found
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
