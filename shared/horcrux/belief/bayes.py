@@ -801,37 +801,41 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
+    def _plant_on_map(
+        self,
+        c_row: list[float],
+        marginal: list[float],
+        groups: list[list[int]],
+        scatter: float,
+        chance: float,
+    ) -> float:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
-        within TOP_BAND of each other are one group, the decoy going to any free one of
-        the first group with a free location (an adversary reading a slightly different
-        map breaks near-ties his own way); a `scatter` share goes anywhere free."""
-        marginal = self.marginal()[i]
-        c_row = self.c[i]
-        scatter = self.models[i].scatter
+        within TOP_BAND of each other are one group (`groups`, best first), the decoy
+        going to any free one of the first group with a free location (an adversary
+        reading a slightly different map breaks near-ties his own way); a `scatter` share
+        goes anywhere free. `c_row` (the model's c_j) is updated in place."""
         planted = 0.0
         reach = 1.0  # P(every location of the better groups is taken)
-        start = 0
-        while start < len(order) and reach > 1e-9:
-            head = float(harry[order[start]])
-            stop = start
-            while stop < len(order) and float(harry[order[stop]]) >= head - TOP_BAND:
-                stop += 1
-            group = np.array(order[start:stop], dtype=np.intp)
-            free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
-            expected = float(free.sum())
+        for group in groups:
+            if reach <= 1e-9:
+                break
+            free = [(1.0 - marginal[j]) * (1.0 - c_row[j]) for j in group]  # P(j is free)
+            expected = _array_sum(free)
             if expected > 0.0:
-                c_row[group] += (1.0 - c_row[group]) * min(
-                    1.0, reach * chance * (1 - scatter) / expected
-                )
+                raise_by = min(1.0, reach * chance * (1 - scatter) / expected)
+                for j in group:
+                    c_row[j] += (1.0 - c_row[j]) * raise_by
                 planted += reach * min(1.0, expected)
-            reach *= float(np.prod(1.0 - free))
-            start = stop
+            taken = 1.0
+            for x in free:
+                taken *= 1.0 - x
+            reach *= taken
         if scatter > 0.0:
-            free_all = (1.0 - marginal) * (1.0 - c_row)
-            total = float(free_all.sum())
+            free_all = [(1.0 - m) * (1.0 - c) for m, c in zip(marginal, c_row, strict=True)]
+            total = _array_sum(free_all)
             if total > 0.0:
-                c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
+                raise_by = min(1.0, chance * scatter / total)
+                c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
         return planted
 
     def _plant(
@@ -840,27 +844,32 @@ class _Filters:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         planted_all = [0.0] * self.count
-        marginal: FloatArray | None = None
+        marginal: list[list[float]] | None = None
+        c_all: list[list[float]] = []
         cand: list[int] | None = None
-        rated: dict[str, list[int]] = {}
-        # scalar loops: a handful of candidates and at most a few models, where numpy's
-        # per-call cost would dominate
+        rated: dict[str, list[list[int]]] = {}
+        # scalar loops in Python floats (the same operations, in the same order, as numpy
+        # on these short rows; `_array_sum` is numpy's summation): a handful of candidates
+        # and a few models, where numpy's per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
             if go <= 0.0 or left <= 0.0:
                 continue
-            if marginal is None:
-                marginal = self.marginal()
-            chance = go * left  # this model plants now
-            c_row = self.c[i]
             placement = self._placement[i]
             if placement == "belief" and harry is None:
                 continue
+            if marginal is None:
+                marginal = self.marginal().tolist()
+                c_all = self.c.tolist()
+            chance = go * left  # this model plants now
+            c_row = c_all[i]
+            m_row = marginal[i]
             if placement == "random":  # a uniformly drawn free location
-                free = (1.0 - marginal[i]) * (1.0 - c_row)  # P(j is free)
-                total = float(free.sum())
+                free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
+                total = _array_sum(free)
                 if total <= 0.0:
                     continue
-                c_row += (1.0 - c_row) * min(1.0, chance / total)  # P(j drawn | j free)
+                raise_by = min(1.0, chance / total)  # P(j drawn | j free)
+                c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
@@ -869,11 +878,17 @@ class _Filters:
                 if placement == "belief":
                     assert harry is not None
                     if reads not in rated:
-                        seen = harry[reads]
-                        above = np.flatnonzero(seen > self.tab.k / self.n)
-                        rated[reads] = above[np.argsort(-seen[above], kind="stable")].tolist()
-                    order = rated[reads]
-                elif placement == "greedy":  # every location, best evidence first
+                        rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                    groups = rated[reads]
+                    if not groups:
+                        continue
+                    planted = self._plant_on_map(
+                        c_row, m_row, groups, self.models[i].scatter, chance
+                    )
+                    planted = min(1.0, planted * go)
+                    planted_all[i] = planted
+                    continue
+                if placement == "greedy":  # every location, best evidence first
                     order = np.argsort(-evidence, kind="stable").tolist()
                 else:
                     if cand is None:
@@ -884,31 +899,63 @@ class _Filters:
                     order = cand
                 if not order:
                     continue
-                if placement == "belief":
-                    assert harry is not None
-                    planted = self._plant_on_map(i, order, harry[reads], chance)
-                    planted = min(1.0, planted * go)
-                else:
-                    reach = 1.0  # P(every better candidate is taken)
-                    planted = 0.0  # P(a decoy now | charges left), before `go`
-                    raised = []  # the candidates' new c, in Python floats (same doubles)
-                    for c, m in zip(
-                        c_row[order].tolist(), marginal[i, order].tolist(), strict=True
-                    ):
-                        if c < 1.0:
-                            raised.append(c + (1.0 - c) * reach * chance)
-                            planted += reach * (1.0 - m) * (1.0 - c)
-                        else:
-                            raised.append(c)
-                        reach *= m + (1.0 - m) * c
-                    c_row[order] = raised
-                    planted = min(1.0, planted * go)
+                reach = 1.0  # P(every better candidate is taken)
+                planted = 0.0  # P(a decoy now | charges left), before `go`
+                for j in order:
+                    c, m = c_row[j], m_row[j]
+                    if c < 1.0:
+                        c_row[j] = c + (1.0 - c) * reach * chance
+                        planted += reach * (1.0 - m) * (1.0 - c)
+                    reach *= m + (1.0 - m) * c
+                planted = min(1.0, planted * go)
             planted_all[i] = planted
+        if c_all:
+            self.c[:] = c_all
         if any(planted_all):  # each model's count of decoys used moves up by `planted`
             used = self.used
             shift = used[:, :-1] * np.array(planted_all)[:, None]
             used[:, :-1] -= shift
             used[:, 1:] += shift
+
+
+def _array_sum(values: list[float]) -> float:
+    """numpy's sum of a short contiguous float64 array, in Python floats: sequential below
+    8 values, else 8 interleaved partial sums combined pairwise, then the tail (the same
+    additions in the same order, so the same double; rows up to 128 values)."""
+    n = len(values)
+    if n < 8:
+        total = 0.0
+        for x in values:
+            total += x
+        return total
+    part = values[:8]
+    end = n - n % 8
+    for start in range(8, end, 8):
+        for q in range(8):
+            part[q] += values[start + q]
+    low = (part[0] + part[1]) + (part[2] + part[3])
+    total = low + ((part[4] + part[5]) + (part[6] + part[7]))
+    for x in values[end:]:
+        total += x
+    return total
+
+
+def _top_groups(seen: FloatArray, floor: float) -> list[list[int]]:
+    """The locations Harry's map rates above `floor`, best first (board order on ties),
+    in groups within TOP_BAND of each group's best: where a `belief` decoy goes."""
+    above = np.flatnonzero(seen > floor)
+    order = above[np.argsort(-seen[above], kind="stable")].tolist()
+    values = seen[order].tolist()
+    groups: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        head = values[start]
+        stop = start
+        while stop < len(order) and values[stop] >= head - TOP_BAND:
+            stop += 1
+        groups.append(order[start:stop])
+        start = stop
+    return groups
 
 
 # ---------------------------------------------------------------- the belief map
