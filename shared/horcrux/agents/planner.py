@@ -26,6 +26,7 @@ The planner persists between Lambda invocations with `snapshot()` / `restore()`.
 from __future__ import annotations
 
 import json
+import math
 import random
 import struct
 import time
@@ -137,10 +138,17 @@ def tie_order(n: int, turn: int) -> FloatArray:
 
 
 def _argmax(values: FloatArray, ties: FloatArray) -> int:
-    """Index of the largest value; among (near-)equals, the lowest tie rank."""
-    top = float(values.max())
-    near = values >= top - _TIE * max(1.0, abs(top))
-    return int(np.argmin(np.where(near, ties, np.inf)))
+    """Index of the largest value; among (near-)equals, the lowest tie rank (the ranks
+    are distinct). In Python floats: a handful of values, where numpy's calls cost more."""
+    seen = values.tolist()
+    top = max(seen)
+    cut = top - _TIE * max(1.0, abs(top))
+    ranks = ties.tolist()
+    best, rank = 0, math.inf
+    for i, value in enumerate(seen):
+        if value >= cut and ranks[i] < rank:
+            best, rank = i, ranks[i]
+    return best
 
 
 class PlannerHarry:

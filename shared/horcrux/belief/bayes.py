@@ -450,10 +450,12 @@ class _BeliefPlan:
     it; for the sets that move, the rows they move to and the `low` destinations (the
     free locations within LOW_BAND of the lowest), computed only for those."""
 
-    def __init__(self, tab: _Tables, harry: FloatArray) -> None:
+    def __init__(self, tab: _Tables, harry: FloatArray, peak: float | None = None) -> None:
         self.tab = tab
         self.harry = harry
-        self.top_max = float(harry.max()) if tab.k else 0.0  # every location is in a set
+        if peak is None:
+            peak = float(harry.max())
+        self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._band: BoolArray | None = None
         self._lowest: IntArray | None = None
@@ -719,7 +721,7 @@ class _Filters:
                         if peak[key] < floor:
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
-                        plans[key] = self._belief_moves(harry[key])
+                        plans[key] = self._belief_moves(harry[key], peak.get(key))
                     moved_total[i] += self._move_belief(i, model, plans[key], harry)
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
@@ -727,9 +729,10 @@ class _Filters:
         if self.used.shape[1] > 1 and self.p_plant.any():
             self._plant(1.0 - moved_total, evidence, harry)
 
-    def _belief_moves(self, harry: FloatArray) -> _BeliefPlan:
-        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`)."""
-        return _BeliefPlan(self.tab, harry)
+    def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
+        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
+        `peak`: the map's maximum, when known)."""
+        return _BeliefPlan(self.tab, harry, peak)
 
     def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
@@ -739,7 +742,7 @@ class _Filters:
         tab = self.tab
         if model.reads == "rule":
             attack = harry["attack"]
-            j = int(np.argmax(attack))
+            j = int(attack.argmax())
             if attack[j] <= 0.0:
                 return 0.0
             go = tab.with_j[j]
@@ -751,12 +754,12 @@ class _Filters:
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
-                fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+                fire = ((top - lo) / (2.0 * model.spread)).clip(0.0, 1.0)
             else:
                 fire = (top >= model.threshold).astype(np.float64)
             if model.trigger != 1.0:
                 fire *= model.trigger
-            go = np.flatnonzero(fire)
+            go = fire.nonzero()[0]
             if not len(go):
                 return 0.0
             fire_go = fire[go]
@@ -846,6 +849,7 @@ class _Filters:
         planted_all = [0.0] * self.count
         marginal: list[list[float]] | None = None
         c_all: list[list[float]] = []
+        changed: list[int] = []  # the rows of c this step writes
         cand: list[int] | None = None
         rated: dict[str, list[list[int]]] = {}
         # scalar loops in Python floats (the same operations, in the same order, as numpy
@@ -863,6 +867,7 @@ class _Filters:
             chance = go * left  # this model plants now
             c_row = c_all[i]
             m_row = marginal[i]
+            changed.append(i)
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
                 total = _array_sum(free)
@@ -891,11 +896,11 @@ class _Filters:
                 if placement == "greedy":  # every location, best evidence first
                     order = np.argsort(-evidence, kind="stable").tolist()
                 else:
-                    if cand is None:
-                        positive = np.flatnonzero(evidence > 0.0)
-                        if len(positive) > 1:  # best evidence first, board order on ties
-                            positive = positive[np.argsort(-evidence[positive], kind="stable")]
-                        cand = positive.tolist()
+                    if cand is None:  # best evidence first, board order on ties
+                        seen = evidence.tolist()
+                        cand = sorted(
+                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
+                        )
                     order = cand
                 if not order:
                     continue
@@ -909,13 +914,18 @@ class _Filters:
                     reach *= m + (1.0 - m) * c
                 planted = min(1.0, planted * go)
             planted_all[i] = planted
-        if c_all:
-            self.c[:] = c_all
-        if any(planted_all):  # each model's count of decoys used moves up by `planted`
-            used = self.used
-            shift = used[:, :-1] * np.array(planted_all)[:, None]
-            used[:, :-1] -= shift
-            used[:, 1:] += shift
+        for i in changed:
+            self.c[i] = c_all[i]
+        used = self.used
+        for i, planted in enumerate(planted_all):
+            if planted:  # the model's count of decoys used moves up by `planted`
+                row = used[i].tolist()
+                shift = [x * planted for x in row[:-1]]
+                for q, x in enumerate(shift):
+                    row[q] -= x
+                for q, x in enumerate(shift):
+                    row[q + 1] += x
+                used[i] = row
 
 
 def _array_sum(values: list[float]) -> float:
@@ -1082,6 +1092,7 @@ class BayesBelief:
         self._pending: list[tuple[int, int, FloatArray]] = []
         self._attacks_used = 0
         self._plain: BoolArray = np.array([m.motion != "belief" and m.level0 for m in models])
+        self._any_plain = bool(self._plain.any())
         self._rule_hesitate = [(i, m.hesitate) for i, m in enumerate(models) if m.reads == "rule"]
         self._rule = next((m for m in models if m.reads == "rule"), None)
         self._exposed = [
@@ -1202,14 +1213,14 @@ class BayesBelief:
         if not self._filters.reads_harry:
             return None
         self._cache = None
-        own = self.marginals().copy()
         weights = self._weights_view()
-        plain = self._plain
+        marginal = self._filters.marginal()
+        own: FloatArray = (weights @ marginal).clip(0.0, 1.0)  # `marginals()`, a new array
         naive: FloatArray = own
-        if plain.any():
-            pi = np.where(plain, weights, 0.0)
+        if self._any_plain:
+            pi = np.where(self._plain, weights, 0.0)
             pi /= max(float(pi.sum()), _TINY)
-            naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
+            naive = (pi @ marginal).clip(0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if rule is not None:
@@ -1246,17 +1257,21 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        ties = _tie_order(self._n, turn)
-        top = float(own.max())
-        near = own >= top - 1e-9 * max(1.0, abs(top))
-        best = int(np.argmin(np.where(near, ties, np.inf)))
+        ranks = _tie_order(self._n, turn).tolist()
+        seen = own.tolist()
+        top = max(seen)
+        cut = top - 1e-9 * max(1.0, abs(top))
+        best, rank = 0, math.inf  # the lowest tie rank among the near-top (ranks distinct)
+        for i, value in enumerate(seen):
+            if value >= cut and ranks[i] < rank:
+                best, rank = i, ranks[i]
         if turns_left <= k or turns_left <= attacks:
             out[best] = 1.0
             return out
         thresholds = rule.rule or RULE_THRESHOLDS
         spare = attacks - k
         threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
-        m = float(own[best])
+        m = seen[best]
         if rule.spread > 0.0:
             p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
         else:
@@ -1288,9 +1303,9 @@ class BayesBelief:
             mf = self._filters.marginal()
             decoys = (1.0 - mf) * self._filters.c
             m = pi @ mf
-            q = m + pi @ decoys
             decoy = pi @ decoys
-            self._cache = (np.clip(m, 0.0, 1.0), np.clip(q, 0.0, 1.0), decoy)
+            q = m + decoy
+            self._cache = (m.clip(0.0, 1.0), q.clip(0.0, 1.0), decoy)
         return self._cache
 
     def model_marginals(self) -> FloatArray:
@@ -1334,9 +1349,8 @@ class BayesBelief:
         m, _, decoy = self._arrays()
         c = np.where(m < 1.0, decoy / np.maximum(1.0 - m, 1e-300), 0.0)
         g = c * sensor.d + (1.0 - c) * sensor.f
-        out: FloatArray = (
-            _h2(m * sensor.d + (1.0 - m) * g) - m * binary_entropy(sensor.d) - (1.0 - m) * _h2(g)
-        )
+        h = _h2(np.stack((m * sensor.d + (1.0 - m) * g, g)))  # elementwise: one call for both
+        out: FloatArray = h[0] - m * binary_entropy(sensor.d) - (1.0 - m) * h[1]
         return out
 
     def reveal_information(self) -> FloatArray:
