@@ -847,9 +847,8 @@ class _Filters:
         go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
         left_all = (1.0 - self.used[:, -1]).tolist()
         planted_all = [0.0] * self.count
-        marginal: list[list[float]] | None = None
-        c_all: list[list[float]] = []
-        changed: list[int] = []  # the rows of c this step writes
+        marginal: FloatArray | None = None
+        rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
         cand: list[int] | None = None
         rated: dict[str, list[list[int]]] = {}
         # scalar loops in Python floats (the same operations, in the same order, as numpy
@@ -862,12 +861,10 @@ class _Filters:
             if placement == "belief" and harry is None:
                 continue
             if marginal is None:
-                marginal = self.marginal().tolist()
-                c_all = self.c.tolist()
+                marginal = self.marginal()
             chance = go * left  # this model plants now
-            c_row = c_all[i]
-            m_row = marginal[i]
-            changed.append(i)
+            c_row = rows[i] = self.c[i].tolist()
+            m_row = marginal[i].tolist()
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
                 total = _array_sum(free)
@@ -914,16 +911,22 @@ class _Filters:
                     reach *= m + (1.0 - m) * c
                 planted = min(1.0, planted * go)
             planted_all[i] = planted
-        for i in changed:
-            self.c[i] = c_all[i]
+        for i, row in rows.items():
+            self.c[i] = row
+        moving = [i for i, planted in enumerate(planted_all) if planted]
         used = self.used
-        for i, planted in enumerate(planted_all):
-            if planted:  # the model's count of decoys used moves up by `planted`
+        if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
+            shift = used[:, :-1] * np.array(planted_all)[:, None]
+            used[:, :-1] -= shift
+            used[:, 1:] += shift
+        else:  # the same operations on the few rows that move, in Python floats
+            for i in moving:
+                planted = planted_all[i]
                 row = used[i].tolist()
-                shift = [x * planted for x in row[:-1]]
-                for q, x in enumerate(shift):
+                shift_row = [x * planted for x in row[:-1]]
+                for q, x in enumerate(shift_row):
                     row[q] -= x
-                for q, x in enumerate(shift):
+                for q, x in enumerate(shift_row):
                     row[q + 1] += x
                 used[i] = row
 
