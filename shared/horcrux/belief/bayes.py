@@ -702,12 +702,14 @@ class _Filters:
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
-                moved3 = w[1:, hi] * self._hazard_rate[None, :, None]
+                block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
+                moved3 = block[1:] * self._hazard_rate[None, :, None]
                 moved_total[hi] += moved3.sum(axis=(0, 2))
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
-                w[1:, hi] -= moved3
-                w[:-1, hi] += incoming.reshape(moved3.shape) * share
+                block[1:] -= moved3
+                block[:-1] += incoming.reshape(moved3.shape) * share
+                w[:, hi] = block
             if self._belief and maps is not None:
                 self._marginal = None
                 harry = maps()
@@ -764,12 +766,12 @@ class _Filters:
                 return 0.0
             fire_go = fire[go]
             targets_go = plan.targets(go)
-        self._marginal = None
         w = self.w
         moved = w[1:, i, go] * fire_go  # (R, moving sets)
         total = float(moved.sum())
-        if total <= 0.0:
+        if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
             return 0.0
+        self._marginal = None
         dest = plan.dest(go, model.destination, model.scatter)
         w[1:, i, go] -= moved
         n_sets = len(tab.sets)
@@ -986,6 +988,15 @@ def _h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
     return out
+
+
+def _h2_floats(p: list[float]) -> list[float]:
+    """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
+    hi = 1.0 - 1e-12
+    q = [min(max(x, 1e-12), hi) for x in p]
+    logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
+    n = len(q)
+    return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
 
 
 def binary_entropy(p: float) -> float:
@@ -1350,10 +1361,23 @@ class BayesBelief:
         P(positive | Horcrux) = d, P(positive | none) = g_j = c_j d + (1 - c_j) f.
         """
         m, _, decoy = self._arrays()
-        c = np.where(m < 1.0, decoy / np.maximum(1.0 - m, 1e-300), 0.0)
-        g = c * sensor.d + (1.0 - c) * sensor.f
-        h = _h2(np.stack((m * sensor.d + (1.0 - m) * g, g)))  # elementwise: one call for both
-        out: FloatArray = h[0] - m * binary_entropy(sensor.d) - (1.0 - m) * h[1]
+        # in Python floats (the same operations as numpy's elementwise ones, in the same
+        # order: the same doubles), with one numpy call for every logarithm
+        d, f = sensor.d, sensor.f
+        ms = m.tolist()
+        g = []
+        p = []
+        for mj, dj in zip(ms, decoy.tolist(), strict=True):
+            cj = dj / max(1.0 - mj, 1e-300) if mj < 1.0 else 0.0
+            gj = cj * d + (1.0 - cj) * f
+            g.append(gj)
+            p.append(mj * d + (1.0 - mj) * gj)
+        h = _h2_floats(p + g)
+        n = len(ms)
+        hd = binary_entropy(d)
+        out: FloatArray = np.array(
+            [h[j] - mj * hd - (1.0 - mj) * h[n + j] for j, mj in enumerate(ms)]
+        )
         return out
 
     def reveal_information(self) -> FloatArray:
