@@ -270,6 +270,8 @@ class _Tables:
     # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
+    swap_rows: IntArray  # (n_sets * n, n): swap, one row per (set, j)
+    swap_base: IntArray  # (n_sets,): the first row of each set in swap_rows
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
     set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
 
@@ -337,6 +339,8 @@ def _tables(n: int, k: int) -> _Tables:
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
         swap=swap,
+        swap_rows=swap.reshape(len(sets) * n, n),
+        swap_base=np.arange(len(sets), dtype=np.intp) * n,
         set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
         set_cols=tuple(
             np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
@@ -448,7 +452,9 @@ class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and the location holding
     it; for the sets that move, the rows they move to and the `low` destinations (the
-    free locations within LOW_BAND of the lowest), computed only for those."""
+    free locations within LOW_BAND of the lowest). Per-set tables are built once per map
+    (when a model first needs them) and read with `take` (numpy's fancy indexing costs
+    several times more at these sizes): the same numbers as set by set."""
 
     def __init__(self, tab: _Tables, harry: FloatArray, peak: float | None = None) -> None:
         self.tab = tab
@@ -457,15 +463,16 @@ class _BeliefPlan:
             peak = float(harry.max())
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
+        self._targets: IntArray | None = None
         self._band: BoolArray | None = None
-        self._lowest: IntArray | None = None
+        self._first: IntArray | None = None
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
             # column by column (the q-th lowest location of every set): k vector ops
             # instead of reductions along a short axis, which cost numpy far more
             cols = self.tab.set_cols
-            values = [self.harry[c] for c in cols]
+            values = [self.harry.take(c) for c in cols]
             top = values[0]
             for v in values[1:]:
                 top = np.maximum(top, v)
@@ -487,7 +494,10 @@ class _BeliefPlan:
 
     def targets(self, go: IntArray) -> IntArray:
         """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
-        out: IntArray = self.tab.swap[go, self.top_loc[go]]
+        if self._targets is None:  # every set's row of `swap` at its top location
+            tab = self.tab
+            self._targets = tab.swap_rows.take(tab.swap_base + self.top_loc, axis=0)
+        out: IntArray = self._targets.take(go, axis=0)
         return out
 
     def low(self, go: IntArray) -> FloatArray:
@@ -499,15 +509,14 @@ class _BeliefPlan:
         it lacks (at position p); its `low` destinations are the free ones among `band[p]`,
         the locations within LOW_BAND of that one (a table of k+1 rows per map)."""
         tab = self.tab
-        if self._band is None:
+        if self._band is None or self._first is None:
             k = tab.k
             lowest = np.argsort(self.harry, kind="stable")[: k + 1]
-            edge = self.harry[lowest] + LOW_BAND
-            self._lowest = lowest
+            edge = self.harry.take(lowest) + LOW_BAND
             self._band = self.harry[None, :] <= edge[:, None]  # (k+1, n)
-        # p: the first of the k+1 lowest that the set lacks (argmax of the first False)
-        first = np.argmin(tab.member[go[:, None], self._lowest], axis=1)
-        low = self._band[first] & tab.free_bool[go]
+            # per set, p: the first of the k+1 lowest it lacks (the first False)
+            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
+        low = self._band.take(self._first.take(go), axis=0) & tab.free_bool.take(go, axis=0)
         out: FloatArray = low / low.sum(axis=1, keepdims=True)
         return out
 
@@ -515,7 +524,7 @@ class _BeliefPlan:
         """(len(go), n): where a moved Horcrux of each set go[i] goes: uniform over the
         free locations, or `low` with a `scatter` share uniform."""
         tab = self.tab
-        anywhere = tab.free[go] * (1.0 / (tab.n - tab.k))  # uniform over the free ones
+        anywhere = tab.free.take(go, axis=0) * (1.0 / (tab.n - tab.k))  # uniform, free ones
         if destination != "low":
             return anywhere
         out = self.low(go)
@@ -588,6 +597,8 @@ class _Filters:
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._offset_cache: dict[tuple[int, int], IntArray] = {}
+        self._row_bases: dict[tuple[int, int], IntArray] = {}
+        self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
 
     @property
@@ -740,8 +751,14 @@ class _Filters:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
         model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
         model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
-        P(the rule attacks j next turn)), from every set holding it."""
+        P(the rule attacks j next turn)), from every set holding it.
+
+        The weights are read and written through flat positions (`take` / `put`: the
+        same values as fancy indexing, at a fraction of its cost)."""
         tab = self.tab
+        n = tab.n
+        rows = self.w.shape[0] - 1
+        n_sets = len(tab.sets)
         if model.reads == "rule":
             attack = harry["attack"]
             j = int(attack.argmax())
@@ -749,7 +766,8 @@ class _Filters:
                 return 0.0
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
-            targets_go = tab.swap[go, j]
+            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            idx = self._rule_targets(j, rows)
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
@@ -764,22 +782,26 @@ class _Filters:
             go = fire.nonzero()[0]
             if not len(go):
                 return 0.0
-            fire_go = fire[go]
-            targets_go = plan.targets(go)
-        w = self.w
-        moved = w[1:, i, go] * fire_go  # (R, moving sets)
+            fire_go = fire.take(go)[:, None]
+            pos = go[:, None] + self._row_base(i)  # w[1:, i, go]: flat positions, (go, R)
+            idx = None
+        # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
+        # the indexed axis first), which is the order its sum adds in
+        flat = self.w.reshape(-1, copy=False)  # a view, never a copy
+        before = flat.take(pos)
+        moved = before * fire_go
         total = float(moved.sum())
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
             return 0.0
         self._marginal = None
+        if idx is None:
+            idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
         dest = plan.dest(go, model.destination, model.scatter)
-        w[1:, i, go] -= moved
-        n_sets = len(tab.sets)
-        contrib = moved[:, :, None] * dest  # (R, moving, n)
-        offsets = self._offsets(moved.shape[0], n_sets)
-        idx = (targets_go + offsets).reshape(-1)
-        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
-        w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        flat.put(pos, before - moved)  # w[1:, i, go] -= moved
+        # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
+        contrib = np.repeat(moved.T, n) * np.tile(dest.reshape(-1), rows)
+        incoming = np.bincount(idx, weights=contrib, minlength=rows * n_sets)
+        self.w[:-1, i] += incoming.reshape(rows, n_sets)
         return total
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
@@ -789,6 +811,28 @@ class _Filters:
         if found is None:
             found = (np.arange(rows) * n_sets)[:, None, None]
             self._offset_cache[key] = found
+        return found
+
+    def _row_base(self, i: int) -> IntArray:
+        """(1, R): the flat position in `w` of model i's set 0 at r = 1..R charges."""
+        rows, m, sets = self.w.shape
+        key = (sets, i)
+        found = self._row_bases.get(key)
+        if found is None:
+            found = ((np.arange(1, rows) * m + i) * sets)[None, :]
+            self._row_bases[key] = found
+        return found
+
+    def _rule_targets(self, j: int, rows: int) -> IntArray:
+        """Flat bins (r, set) where the sets holding j go when j's Horcrux moves to u,
+        for r = 0..rows-1: (rows x len(with_j) x n,), in that order."""
+        key = (self.tab.k, j, rows)
+        found = self._rule_bins.get(key)
+        if found is None:
+            tab = self.tab
+            targets = tab.swap[tab.with_j[j], j]
+            found = (targets + self._offsets(rows, len(tab.sets))).reshape(-1)
+            self._rule_bins[key] = found
         return found
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
