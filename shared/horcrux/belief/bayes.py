@@ -250,7 +250,7 @@ class _Tables:
     sets: tuple[tuple[int, ...], ...]
     member: BoolArray  # (n_sets, n)
     free: FloatArray  # (n_sets, n): 1 where the location is not in the set
-    free_bool: BoolArray  # (n_sets, n): the same as booleans
+    anywhere: FloatArray  # (n_sets, n): free / (n - k), uniform over the free locations
     memberf: FloatArray  # (n_sets, n) as floats, for marginals
     with_j: tuple[IntArray, ...]  # per j: rows whose set holds j
     without_j: tuple[IntArray, ...]  # per j: rows whose set lacks j
@@ -327,7 +327,7 @@ def _tables(n: int, k: int) -> _Tables:
         sets=sets,
         member=member,
         free=(~member).astype(np.float64),
-        free_bool=~member,
+        anywhere=(~member).astype(np.float64) * (1.0 / (n - k) if n > k else 0.0),
         memberf=member.astype(np.float64),
         with_j=tuple(with_j),
         without_j=tuple(without_j),
@@ -464,7 +464,7 @@ class _BeliefPlan:
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._targets: IntArray | None = None
-        self._band: BoolArray | None = None
+        self._band: FloatArray | None = None
         self._first: IntArray | None = None
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
@@ -513,10 +513,12 @@ class _BeliefPlan:
             k = tab.k
             lowest = np.argsort(self.harry, kind="stable")[: k + 1]
             edge = self.harry.take(lowest) + LOW_BAND
-            self._band = self.harry[None, :] <= edge[:, None]  # (k+1, n)
+            # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
+            # products and row sums are exact, and 1.0 / count is the same double)
+            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # per set, p: the first of the k+1 lowest it lacks (the first False)
             self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
-        low = self._band.take(self._first.take(go), axis=0) & tab.free_bool.take(go, axis=0)
+        low = self._band.take(self._first.take(go), axis=0) * tab.free.take(go, axis=0)
         out: FloatArray = low / low.sum(axis=1, keepdims=True)
         return out
 
@@ -524,7 +526,7 @@ class _BeliefPlan:
         """(len(go), n): where a moved Horcrux of each set go[i] goes: uniform over the
         free locations, or `low` with a `scatter` share uniform."""
         tab = self.tab
-        anywhere = tab.free.take(go, axis=0) * (1.0 / (tab.n - tab.k))  # uniform, free ones
+        anywhere = tab.anywhere.take(go, axis=0)  # uniform over the free ones
         if destination != "low":
             return anywhere
         out = self.low(go)
@@ -783,7 +785,7 @@ class _Filters:
             if not len(go):
                 return 0.0
             fire_go = fire.take(go)[:, None]
-            pos = go[:, None] + self._row_base(i)  # w[1:, i, go]: flat positions, (go, R)
+            pos = self._row_base(i).take(go, axis=0)  # w[1:, i, go]: flat positions, (go, R)
             idx = None
         # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
         # the indexed axis first), which is the order its sum adds in
@@ -799,8 +801,9 @@ class _Filters:
         dest = plan.dest(go, model.destination, model.scatter)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
-        contrib = np.repeat(moved.T, n) * np.tile(dest.reshape(-1), rows)
-        incoming = np.bincount(idx, weights=contrib, minlength=rows * n_sets)
+        contrib = np.empty((rows, len(go), n))
+        np.multiply(moved.T[:, :, None], dest, out=contrib)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=rows * n_sets)
         self.w[:-1, i] += incoming.reshape(rows, n_sets)
         return total
 
@@ -814,12 +817,12 @@ class _Filters:
         return found
 
     def _row_base(self, i: int) -> IntArray:
-        """(1, R): the flat position in `w` of model i's set 0 at r = 1..R charges."""
+        """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
         key = (sets, i)
         found = self._row_bases.get(key)
         if found is None:
-            found = ((np.arange(1, rows) * m + i) * sets)[None, :]
+            found = np.arange(sets)[:, None] + ((np.arange(1, rows) * m + i) * sets)[None, :]
             self._row_bases[key] = found
         return found
 
