@@ -249,6 +249,7 @@ class _Tables:
     k: int
     sets: tuple[tuple[int, ...], ...]
     member: BoolArray  # (n_sets, n)
+    member_t: BoolArray  # (n, n_sets): its transpose, contiguous (a location's sets)
     free: FloatArray  # (n_sets, n): 1 where the location is not in the set
     anywhere: FloatArray  # (n_sets, n): free / (n - k), uniform over the free locations
     memberf: FloatArray  # (n_sets, n) as floats, for marginals
@@ -326,6 +327,7 @@ def _tables(n: int, k: int) -> _Tables:
         k=k,
         sets=sets,
         member=member,
+        member_t=np.ascontiguousarray(member.T),
         free=(~member).astype(np.float64),
         anywhere=(~member).astype(np.float64) * (1.0 / (n - k) if n > k else 0.0),
         memberf=member.astype(np.float64),
@@ -636,7 +638,7 @@ class _Filters:
         le = sensor.f if positive else 1.0 - sensor.f
         cj = self.c[:, j]
         absent = cj * lr + (1.0 - cj) * le  # (models,)
-        factor = np.where(self.tab.member[:, j][None, :], lr, absent[:, None])
+        factor = np.where(self.tab.member_t[j], lr, absent[:, None])
         self.w *= factor[None]
         self._normalise(self.totals())
         self.c[:, j] = cj * lr / absent
@@ -872,7 +874,7 @@ class _Filters:
             if reach <= 1e-9:
                 break
             free = [(1.0 - marginal[j]) * (1.0 - c_row[j]) for j in group]  # P(j is free)
-            expected = _array_sum(free)
+            expected = array_sum(free)
             if expected > 0.0:
                 raise_by = min(1.0, reach * chance * (1 - scatter) / expected)
                 for j in group:
@@ -884,7 +886,7 @@ class _Filters:
             reach *= taken
         if scatter > 0.0:
             free_all = [(1.0 - m) * (1.0 - c) for m, c in zip(marginal, c_row, strict=True)]
-            total = _array_sum(free_all)
+            total = array_sum(free_all)
             if total > 0.0:
                 raise_by = min(1.0, chance * scatter / total)
                 c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
@@ -901,7 +903,7 @@ class _Filters:
         cand: list[int] | None = None
         rated: dict[str, list[list[int]]] = {}
         # scalar loops in Python floats (the same operations, in the same order, as numpy
-        # on these short rows; `_array_sum` is numpy's summation): a handful of candidates
+        # on these short rows; `array_sum` is numpy's summation): a handful of candidates
         # and a few models, where numpy's per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
             if go <= 0.0 or left <= 0.0:
@@ -916,7 +918,7 @@ class _Filters:
             m_row = marginal[i].tolist()
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
-                total = _array_sum(free)
+                total = array_sum(free)
                 if total <= 0.0:
                     continue
                 raise_by = min(1.0, chance / total)  # P(j drawn | j free)
@@ -980,11 +982,13 @@ class _Filters:
                 used[i] = row
 
 
-def _array_sum(values: list[float]) -> float:
+def array_sum(values: list[float]) -> float:
     """numpy's sum of a short contiguous float64 array, in Python floats: sequential below
     8 values, else 8 interleaved partial sums combined pairwise, then the tail (the same
     additions in the same order, so the same double; rows up to 128 values)."""
     n = len(values)
+    if n > 128:  # numpy splits longer rows in halves: let it
+        return float(np.array(values).sum())
     if n < 8:
         total = 0.0
         for x in values:
