@@ -597,6 +597,7 @@ class _Filters:
             for i, m in self._belief
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
+        self._plant_rates = self.p_plant.tolist()
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
@@ -895,8 +896,11 @@ class _Filters:
     def _plant(
         self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None
     ) -> None:
-        go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
-        left_all = (1.0 - self.used[:, -1]).tolist()
+        # in Python floats: the same doubles as the array expressions
+        go_all = [
+            p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move.tolist(), strict=True)
+        ]
+        left_all = [1.0 - x for x in self.used[:, -1].tolist()]
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
         rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
@@ -1166,6 +1170,7 @@ class BayesBelief:
         self._turn = 0
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
+        self._weights_list: list[float] | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -1299,7 +1304,7 @@ class BayesBelief:
     def exposure(self) -> float:
         """The posterior weight of the belief-reacting models that read Harry's own map
         (`reads` own or rule): how exposed his own map is to the adversary."""
-        weights = self._weights_view()
+        weights = self._weights_floats()
         return float(sum(weights[i] for i in self._exposed))
 
     def hesitation(self) -> float:
@@ -1307,7 +1312,7 @@ class BayesBelief:
         times that model's posterior weight (nothing to hide from other adversaries)."""
         if not self._rule_hesitate:
             return 0.0
-        weights = self._weights_view()
+        weights = self._weights_floats()
         return float(sum(h * weights[i] for i, h in self._rule_hesitate))
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
@@ -1360,7 +1365,15 @@ class BayesBelief:
         out: FloatArray = w / w.sum()
         out.setflags(write=False)
         self._weights = (key, out)
+        self._weights_list = None
         return out
+
+    def _weights_floats(self) -> list[float]:
+        """`model_weights()` as Python floats (the same doubles), cached with it."""
+        weights = self._weights_view()
+        if self._weights_list is None:
+            self._weights_list = weights.tolist()
+        return self._weights_list
 
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         if self._cache is None:
