@@ -584,6 +584,7 @@ class _Filters:
         # the vectorised steps: the hazard models as one stack, the threshold models as one
         # stack per map they read (one plan each), the `rule` models one by one
         self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
+        self._hazard_list = [i for i, _ in self._hazard]
         self._hazard_rate: FloatArray = np.array([h for _, h in self._hazard], dtype=np.float64)
         # per belief model: the map its plan reads and the lowest top occupancy that can
         # fire it (a Python float: most turns no model can fire, and that costs one compare)
@@ -619,8 +620,9 @@ class _Filters:
         self._marginal = None
         self.version += 1
         self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
-        dead = total <= _TINY
-        if dead.any():  # a model said "impossible": restart it uniform over the sets
+        if min(total.tolist()) <= _TINY:
+            # a model said "impossible": restart it uniform over the sets
+            dead = total <= _TINY
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
                 self.w[-1, i] = 1.0 / self.w.shape[2]
@@ -687,7 +689,7 @@ class _Filters:
         destinations and decoys read."""
         harry: Maps | None = None
         tab = self.tab
-        moved_total = np.zeros(self.count)
+        moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
         w = self.w
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
@@ -720,7 +722,10 @@ class _Filters:
                 hi = self._hazard_idx
                 block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
                 moved3 = block[1:] * self._hazard_rate[None, :, None]
-                moved_total[hi] += moved3.sum(axis=(0, 2))
+                for h, total in zip(
+                    self._hazard_list, moved3.sum(axis=(0, 2)).tolist(), strict=True
+                ):
+                    moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
                 block[1:] -= moved3
@@ -745,7 +750,7 @@ class _Filters:
             self._marginal = None
             harry = maps()
         if self.used.shape[1] > 1 and self.p_plant.any():
-            self._plant(1.0 - moved_total, evidence, harry)
+            self._plant([1.0 - x for x in moved_total], evidence, harry)
 
     def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
         """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
@@ -894,12 +899,10 @@ class _Filters:
         return planted
 
     def _plant(
-        self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None
+        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
     ) -> None:
         # in Python floats: the same doubles as the array expressions
-        go_all = [
-            p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move.tolist(), strict=True)
-        ]
+        go_all = [p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move, strict=True)]
         left_all = [1.0 - x for x in self.used[:, -1].tolist()]
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
