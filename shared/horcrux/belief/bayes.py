@@ -639,12 +639,12 @@ class _Filters:
     def search(self, j: int, positive: bool, sensor: Sensor) -> None:
         lr = sensor.d if positive else 1.0 - sensor.d
         le = sensor.f if positive else 1.0 - sensor.f
-        cj = self.c[:, j]
-        absent = cj * lr + (1.0 - cj) * le  # (models,)
-        factor = np.where(self.tab.member_t[j], lr, absent[:, None])
+        cj = self.c[:, j].tolist()  # the models' c_j, in Python floats (the same doubles)
+        absent = [c * lr + (1.0 - c) * le for c in cj]  # P(outcome | no Horcrux at j)
+        factor = np.where(self.tab.member_t[j], lr, np.array(absent)[:, None])
         self.w *= factor[None]
         self._normalise(self.totals())
-        self.c[:, j] = cj * lr / absent
+        self.c[:, j] = [c * lr / a for c, a in zip(cj, absent, strict=True)]
 
     def attack(self, j: int, outcome: str) -> None:
         tab = self.tab
@@ -872,8 +872,9 @@ class _Filters:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
         within TOP_BAND of each other are one group (`groups`, best first), the decoy
         going to any free one of the first group with a free location (an adversary
-        reading a slightly different map breaks near-ties his own way); a `scatter` share
-        goes anywhere free. `c_row` (the model's c_j) is updated in place."""
+        reading a slightly different map breaks near-ties his own way). `c_row` (the
+        model's c_j) is updated in place; the `scatter` share, which goes anywhere free,
+        is `_scatter`'s (one step for every model, after this one)."""
         planted = 0.0
         reach = 1.0  # P(every location of the better groups is taken)
         for group in groups:
@@ -890,13 +891,27 @@ class _Filters:
             for x in free:
                 taken *= 1.0 - x
             reach *= taken
-        if scatter > 0.0:
-            free_all = [(1.0 - m) * (1.0 - c) for m, c in zip(marginal, c_row, strict=True)]
-            total = array_sum(free_all)
-            if total > 0.0:
-                raise_by = min(1.0, chance * scatter / total)
-                c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
         return planted
+
+    def _scatter(
+        self, rows: dict[int, list[float]], marginal: FloatArray, jobs: list[tuple[int, float]]
+    ) -> None:
+        """The `scatter` share of `belief` decoys, for every model at once: model i's
+        decoy goes anywhere free with probability `share` (its chance x scatter), which
+        raises each free location's c_j by (1 - c_j) min(1, share / E[free locations]).
+        One numpy step over the models' rows (`rows`: their c, as updated so far),
+        written back to `c`; row by row the same operations as one model at a time (the
+        row sums add in numpy's order either way)."""
+        index = [i for i, _ in jobs]
+        c_rows = np.array([rows[i] for i in index])
+        free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
+        totals = free.sum(axis=1).tolist()
+        raise_by = [
+            min(1.0, share / total) if total > 0.0 else 0.0
+            for (_, share), total in zip(jobs, totals, strict=True)
+        ]
+        c_rows += (1.0 - c_rows) * np.array(raise_by)[:, None]
+        self.c[index] = c_rows
 
     def _plant(
         self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
@@ -907,6 +922,7 @@ class _Filters:
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
         rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
+        scattered: list[tuple[int, float]] = []  # belief decoys' scatter shares, by model
         cand: list[int] | None = None
         rated: dict[str, list[list[int]]] = {}
         # scalar loops in Python floats (the same operations, in the same order, as numpy
@@ -942,9 +958,10 @@ class _Filters:
                     groups = rated[reads]
                     if not groups:
                         continue
-                    planted = self._plant_on_map(
-                        c_row, m_row, groups, self.models[i].scatter, chance
-                    )
+                    scatter = self.models[i].scatter
+                    planted = self._plant_on_map(c_row, m_row, groups, scatter, chance)
+                    if scatter > 0.0:
+                        scattered.append((i, chance * scatter))
                     planted = min(1.0, planted * go)
                     planted_all[i] = planted
                     continue
@@ -971,6 +988,9 @@ class _Filters:
             planted_all[i] = planted
         for i, row in rows.items():
             self.c[i] = row
+        if scattered:
+            assert marginal is not None
+            self._scatter(rows, marginal, scattered)
         moving = [i for i, planted in enumerate(planted_all) if planted]
         used = self.used
         if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
