@@ -59,7 +59,7 @@ import random
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from itertools import combinations
 from typing import Any, Literal
@@ -114,6 +114,11 @@ class AdversaryModel:
     hesitate: float = 0.0
     level0: bool = True  # part of the `naive` map (the level-0 Harry's models); `belief`
     # models never are
+    race: float = 0.0  # `rule` models: Harry plays the one-turn race (`race_attack`) once
+    # the exposure rho (`BayesBelief.race_exposure`) is at least this (0: never)
+    exact: bool = False  # `belief` decoys of a copy of Harry's code: at the free location
+    # his exact next map (after every model's move) rates highest, ties in board order
+    # (no TOP_BAND grouping: the copy holds the same floats)
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -183,7 +188,51 @@ RULE_HESITATE = 0.5
 """The planner's hesitation before a threshold attack, at full weight of `rule` models."""
 
 
-def rule_model(prior: float) -> AdversaryModel:
+def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:
+    """P(Harry attacks j next turn) in the one-turn race against an adversary who draws
+    Harry's own mixed strategy from his own stream and moves what it draws (docs/MEMORY.md).
+
+    Attacking j with probability pi_j destroys a Horcrux with probability
+    m_j (1 - rho pi_j) (rho: P(the adversary copies him and has a charge left)) and costs
+    an attack, worth `cost` (the threshold for the spare attacks left). Maximising
+    sum_j pi_j (m_j (1 - rho pi_j) - cost) over sum_j pi_j <= 1 gives
+    pi_j = max(0, m_j - cost - mu) / (2 rho m_j), mu >= 0 the least making the sum at most 1
+    (a forced attack: cost 0 and the sum exactly 1). rho = 0 is the deterministic rule."""
+    m = np.clip(own, 0.0, 1.0)
+    out: FloatArray = np.zeros(len(m))
+    if rho <= 1e-9:
+        top = int(np.argmax(m))
+        if forced or m[top] >= cost:
+            out[top] = 1.0
+        return out
+    c = 0.0 if forced else cost
+    live = m > 1e-12
+
+    def share(mu: float) -> FloatArray:
+        p: FloatArray = np.where(
+            live, np.clip((m - c - mu) / (2.0 * rho * np.maximum(m, 1e-12)), 0.0, 1.0), 0.0
+        )
+        return p
+
+    pi = share(0.0)
+    if float(pi.sum()) > 1.0:
+        lo, hi = 0.0, float(m.max())
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if float(share(mid).sum()) > 1.0:
+                lo = mid
+            else:
+                hi = mid
+        pi = share(hi)
+    total = float(pi.sum())
+    if forced and total > 0.0:
+        pi = pi / total
+    elif forced:
+        pi[int(np.argmax(m))] = 1.0
+    return pi
+
+
+def rule_model(prior: float, race: float = 0.0) -> AdversaryModel:
     """The adversary who runs Harry's own code on Harry's view (the `mirror` class): he
     moves the Horcrux that Harry's rule attacks next turn, with the probability that the
     rule, randomised from Harry's private stream, attacks it."""
@@ -200,10 +249,11 @@ def rule_model(prior: float) -> AdversaryModel:
         spread=RULE_JITTER,
         hesitate=RULE_HESITATE,
         prior=prior,
+        race=race,
     )
 
 
-AWARE: tuple[AdversaryModel, ...] = (
+AWARE_BANDED: tuple[AdversaryModel, ...] = (
     # `mixture`'s three models with its priors scaled by 6/7: their own mixture (the
     # `naive` map) is then exactly `mixture`'s map
     AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.6),
@@ -224,15 +274,32 @@ AWARE: tuple[AdversaryModel, ...] = (
 )
 """`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
 spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
-threshold models, 0.05 `rule`, 0.15 `early`)."""
+threshold models, 0.05 `rule`, 0.15 `early`), their decoys and destinations read in
+bands (`TOP_BAND`, `LOW_BAND`): the default before the `exact` models (ablation)."""
+AWARE: tuple[AdversaryModel, ...] = tuple(
+    replace(m, exact=True) if m.motion == "belief" else m for m in AWARE_BANDED
+)
+"""The default's models: `AWARE_BANDED` with every belief-reacting model `exact` (an
+adversary who reads Harry's map reads his very floats: decoys at its top free location,
+moves to its lowest, no bands)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
+MODES["aware-banded"] = AWARE_BANDED  # the models before `exact` (ablation)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
 MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
 MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
+RACE_FROM = 0.2
+"""The exposure (`BayesBelief.race_exposure`) from which a `race` Harry plays the race."""
+MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (ablation)
+    replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE
+)
+MODES["aware-models"] = AWARE  # searches that also weigh what they tell about the models
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
 """A `belief` decoy: the free locations within this much of Harry's top one are one group."""
+EXACT_BAND = 1e-9
+"""An `exact` model's `low` band (the one `shadow` and `mirror` use): a copy of Harry's
+code reads his very floats."""
 
 DEFAULT_MODE = "aware"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
@@ -454,6 +521,7 @@ class _BeliefPlan:
         self.top_max = float(harry.max()) if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._low_cols: IntArray | None = None
+        self._exact_cols: IntArray | None = None  # the same for EXACT_BAND
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
@@ -485,11 +553,13 @@ class _BeliefPlan:
         out: IntArray = self.tab.swap[go, self.top_loc[go]]
         return out
 
-    def low(self, go: IntArray) -> FloatArray:
+    def low(self, go: IntArray, band: float = LOW_BAND) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
 
         Only the locations within LOW_BAND of the (k+1)-th lowest can be one: a set of k
         leaves one of the k+1 lowest free, so its lowest free location is no higher."""
+        if band != LOW_BAND:  # an exact model's destinations
+            return self._low(go, band)
         if self._low_cols is None:
             k = self.tab.k
             ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
@@ -497,6 +567,20 @@ class _BeliefPlan:
         cols = self._low_cols
         others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
         low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
+        out: FloatArray = np.zeros((len(go), self.tab.n))
+        out[:, cols] = low / low.sum(axis=1, keepdims=True)
+        return out
+
+    def _low(self, go: IntArray, band: float) -> FloatArray:
+        """`low` within `band` (one band per plan: EXACT_BAND) of each set's lowest free
+        location: an exact model's destinations."""
+        if self._exact_cols is None:
+            k = self.tab.k
+            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
+            self._exact_cols = np.flatnonzero(self.harry <= ceiling + band)
+        cols = self._exact_cols
+        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
+        low = others <= others.min(axis=1, keepdims=True) + band
         out: FloatArray = np.zeros((len(go), self.tab.n))
         out[:, cols] = low / low.sum(axis=1, keepdims=True)
         return out
@@ -716,6 +800,14 @@ class _Filters:
         model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
         P(the rule attacks j next turn)), from every set holding it."""
         tab = self.tab
+        if model.reads == "rule" and model.exact and "weights" in harry:
+            # a copy of Harry's code sends the Horcrux to the lowest free location of the
+            # map it holds: Harry's whole map after the other models' moves (its own move,
+            # the last, is left out: the fixed point is cut there)
+            full = np.clip(harry["weights"] @ self.marginal(), 0.0, 1.0)
+            plan = _BeliefPlan(tab, full)
+        if model.reads == "rule" and model.race > 0.0 and "race" in harry:
+            return self._move_race(i, model, plan, harry["attack"])
         if model.reads == "rule":
             attack = harry["attack"]
             j = int(np.argmax(attack))
@@ -747,7 +839,7 @@ class _Filters:
             return 0.0
         anywhere = tab.free[go] * (1.0 / (self.n - tab.k))  # uniform over the free ones
         if model.destination == "low":
-            dest = plan.low(go)
+            dest = plan.low(go, EXACT_BAND if model.exact else LOW_BAND)
             if model.scatter > 0.0:
                 dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
         else:
@@ -759,6 +851,43 @@ class _Filters:
         idx = (targets_go[None, :, :] + offsets).reshape(-1)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
         w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        return total
+
+    def _move_race(
+        self, i: int, model: AdversaryModel, plan: _BeliefPlan, attack: FloatArray
+    ) -> float:
+        """A `rule` model against a Harry playing the race: the copy draws one location j
+        with P(attack j) = attack[j]; every set holding j moves that Horcrux (one charge)
+        to its destinations. The draws are exclusive, so all read the weights before."""
+        tab = self.tab
+        w = self.w
+        base = w[1:, i].copy()
+        n_sets = len(tab.sets)
+        total = 0.0
+        for j in np.flatnonzero(attack > 0.0).tolist():
+            go = tab.with_j[j]
+            moved = base[:, go] * (float(attack[j]) * model.trigger)
+            part = float(moved.sum())
+            if part <= 0.0:
+                continue
+            total += part
+            anywhere = tab.free[go] * (1.0 / (self.n - tab.k))
+            if model.destination == "low":
+                dest = plan.low(go, EXACT_BAND if model.exact else LOW_BAND)
+                if model.scatter > 0.0:
+                    dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
+            else:
+                dest = anywhere
+            w[1:, i][:, go] -= moved
+            contrib = moved[:, :, None] * dest[None, :, :]
+            offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
+            idx = (tab.swap[go, j][None, :, :] + offsets).reshape(-1)
+            incoming = np.bincount(
+                idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets
+            )
+            w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        if total > 0.0:
+            self._marginal = None
         return total
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
@@ -776,7 +905,9 @@ class _Filters:
             self._index[key] = found
         return found
 
-    def _plant_on_map(self, i: int, order: list[int], harry: FloatArray, chance: float) -> float:
+    def _plant_on_map(
+        self, i: int, order: list[int], harry: FloatArray, chance: float, band: float = TOP_BAND
+    ) -> float:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
         within TOP_BAND of each other are one group, the decoy going to any free one of
         the first group with a free location (an adversary reading a slightly different
@@ -790,7 +921,7 @@ class _Filters:
         while start < len(order) and reach > 1e-9:
             head = float(harry[order[start]])
             stop = start
-            while stop < len(order) and float(harry[order[stop]]) >= head - TOP_BAND:
+            while stop < len(order) and float(harry[order[stop]]) >= head - band:
                 stop += 1
             group = np.array(order[start:stop], dtype=np.intp)
             free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
@@ -841,7 +972,25 @@ class _Filters:
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
                 reads = self.models[i].reads
                 reads = "own" if reads == "rule" else reads
-                if placement == "belief":
+                exact = (
+                    placement == "belief" and self.models[i].exact and "weights" in (harry or {})
+                )
+                if exact and reads == "naive":
+                    if "naive!" not in rated:  # the level-0 map, near-ties not grouped
+                        assert harry is not None
+                        seen = harry["naive"]
+                        above = np.flatnonzero(seen > self.tab.k / self.n)
+                        rated["naive!"] = above[np.argsort(-seen[above], kind="stable")].tolist()
+                    order = rated["naive!"]
+                elif exact:
+                    assert harry is not None
+                    if "full" not in rated:  # the map a copy of Harry reads next turn
+                        full = np.clip(harry["weights"] @ marginal, 0.0, 1.0)
+                        harry = {**harry, "full": full}
+                        above = np.flatnonzero(full > self.tab.k / self.n)
+                        rated["full"] = above[np.argsort(-full[above], kind="stable")].tolist()
+                    order = rated["full"]
+                elif placement == "belief":
                     assert harry is not None
                     if reads not in rated:
                         seen = harry[reads]
@@ -861,7 +1010,9 @@ class _Filters:
                     continue
                 if placement == "belief":
                     assert harry is not None
-                    planted = self._plant_on_map(i, order, harry[reads], chance)
+                    band = 0.0 if exact else TOP_BAND
+                    seen_map = harry["full"] if exact and reads != "naive" else harry[reads]
+                    planted = self._plant_on_map(i, order, seen_map, chance, band)
                     planted = min(1.0, planted * go)
                 else:
                     reach = 1.0  # P(every better candidate is taken)
@@ -1012,10 +1163,13 @@ class BayesBelief:
         self._plain: BoolArray = np.array([m.motion != "belief" and m.level0 for m in models])
         self._rule_hesitate = [(i, m.hesitate) for i, m in enumerate(models) if m.reads == "rule"]
         self._rule = next((m for m in models if m.reads == "rule"), None)
+        self._exact_plant = any(m.exact for m in models)
         self._exposed = [
             i for i, m in enumerate(models) if m.motion == "belief" and m.reads in ("own", "rule")
         ]
         self._turn = 0
+        self._next_turn = 1  # the turn a predictive step prepares (Harry's next decision)
+        self._attack_plan: tuple[int, FloatArray | None] | None = None  # (turn, race plan)
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
 
@@ -1054,6 +1208,7 @@ class BayesBelief:
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self._index[obs.location])
         self._cache = None
+        self._next_turn = turn + 1
         self._filters.predict(positives, self._evidence, self._maps)
         self._ends.append(len(self._log))
         self._turns.append(turn)
@@ -1100,6 +1255,8 @@ class BayesBelief:
         trial._marginal = None
         trial.serial = next(_SERIALS)
         cache = self._cache
+        plan, next_turn = self._attack_plan, self._next_turn
+        self._next_turn = self._turn + 1
         j = self._index[location]
         try:
             self._filters = trial
@@ -1119,6 +1276,7 @@ class BayesBelief:
         finally:
             self._filters = saved
             self._cache = cache
+            self._attack_plan, self._next_turn = plan, next_turn
         return out
 
     def _maps(self) -> Maps | None:
@@ -1140,9 +1298,47 @@ class BayesBelief:
             naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
+        if self._exact_plant:
+            maps["weights"] = weights
         if rule is not None:
-            maps["attack"] = self._rule_attack(rule, own)
+            race = self._race_attack(rule, own) if rule.race > 0.0 else None
+            if race is not None:
+                maps["attack"] = maps["race"] = race
+            else:
+                maps["attack"] = self._rule_attack(rule, own)
+            self._attack_plan = (self._next_turn, race)
         return maps
+
+    def race_exposure(self) -> float:
+        """rho: the posterior weight of the models that read Harry's own map (`exposure`),
+        each times its P(a relocation charge is left): the chance that an attack drawn
+        by a copy of Harry's rule is also a move."""
+        weights = self._weights_view()
+        w = self._filters.w
+        return float(sum(weights[i] * float(w[1:, i].sum()) for i in self._exposed))
+
+    def race_plan(self) -> FloatArray | None:
+        """P(Harry attacks j) this turn when he plays the race (the distribution the `rule`
+        model moved on, from his map before that move), else None."""
+        plan = self._attack_plan
+        if plan is None or plan[0] != self._turn + 1 or plan[1] is None:
+            return None
+        return plan[1]
+
+    def _race_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray | None:
+        """`race_attack` for the next turn on `own`, or None while rho < `rule.race`."""
+        k = self._filters.k
+        attacks = self.attacks_left()
+        if k == 0 or attacks <= 0:
+            return None
+        rho = self.race_exposure()
+        if rho < rule.race:
+            return None
+        turns_left = self.rules.max_turns - self._next_turn + 1
+        forced = turns_left <= k or turns_left <= attacks
+        thresholds = rule.rule or RULE_THRESHOLDS
+        cost = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
         """Harry's attacks left, from the attacks he has folded in."""
@@ -1267,6 +1463,18 @@ class BayesBelief:
         )
         return out
 
+    def model_information(self, sensor: Sensor) -> FloatArray:
+        """Mutual information (bits) between a search at j and which adversary model is
+        right: h2(sum_i w_i q_ij) - sum_i w_i h2(q_ij), q_ij = P(positive at j | model i).
+        High where the models disagree about j, e.g. a decoy only some of them predict."""
+        f = self._filters
+        mf = f.marginal()
+        respond = np.clip(mf + (1.0 - mf) * f.c, 0.0, 1.0)
+        q = respond * sensor.d + (1.0 - respond) * sensor.f
+        w = self._weights_view()
+        out: FloatArray = _h2(w @ q) - w @ _h2(q)
+        return np.maximum(out, 0.0)
+
     def reveal_information(self) -> FloatArray:
         """Entropy (bits) of Dumbledore's exact reveal at each location."""
         m, _, decoy = self._arrays()
@@ -1375,6 +1583,8 @@ class BayesBelief:
 
 
 __all__ = [
+    "AWARE",
+    "AWARE_BANDED",
     "DEFAULT_MODE",
     "HAZARD",
     "MODES",
@@ -1383,4 +1593,5 @@ __all__ = [
     "AdversaryModel",
     "BayesBelief",
     "binary_entropy",
+    "race_attack",
 ]
