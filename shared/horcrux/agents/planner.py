@@ -486,8 +486,8 @@ MODE_PARAMS: dict[str, PlannerParams] = {
     "aware-probe": replace(
         RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
     ),
+    "aware-exact": RANDOMISED,
     "aware-race": RANDOMISED,
-    "aware-banded": RANDOMISED,
     "aware-models": replace(RANDOMISED, model_info=1.0),
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets

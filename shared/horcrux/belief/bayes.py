@@ -253,7 +253,7 @@ def rule_model(prior: float, race: float = 0.0) -> AdversaryModel:
     )
 
 
-AWARE_BANDED: tuple[AdversaryModel, ...] = (
+AWARE: tuple[AdversaryModel, ...] = (
     # `mixture`'s three models with its priors scaled by 6/7: their own mixture (the
     # `naive` map) is then exactly `mixture`'s map
     AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0, prior=0.6),
@@ -275,24 +275,25 @@ AWARE_BANDED: tuple[AdversaryModel, ...] = (
 """`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
 spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
 threshold models, 0.05 `rule`, 0.15 `early`), their decoys and destinations read in
-bands (`TOP_BAND`, `LOW_BAND`): the default before the `exact` models (ablation)."""
-AWARE: tuple[AdversaryModel, ...] = tuple(
-    replace(m, exact=True) if m.motion == "belief" else m for m in AWARE_BANDED
+bands (`TOP_BAND`, `LOW_BAND`)."""
+AWARE_EXACT: tuple[AdversaryModel, ...] = tuple(
+    replace(m, exact=True) if m.motion == "belief" else m for m in AWARE
 )
-"""The default's models: `AWARE_BANDED` with every belief-reacting model `exact` (an
-adversary who reads Harry's map reads his very floats: decoys at its top free location,
-moves to its lowest, no bands)."""
+"""`AWARE` with every belief-reacting model `exact` (an adversary who reads Harry's map
+reads his very floats: decoys at its top free location, moves to its lowest, no bands).
+Opt-in (`aware-exact`): much stronger against `shadow`, not against `mirror`, and below
+the default against `reference` on the holdout seeds (docs/MEMORY.md)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
-MODES["aware-banded"] = AWARE_BANDED  # the models before `exact` (ablation)
+MODES["aware-exact"] = AWARE_EXACT  # the same models, exact (opt-in)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
 MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
 MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
 RACE_FROM = 0.2
 """The exposure (`BayesBelief.race_exposure`) from which a `race` Harry plays the race."""
 MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (ablation)
-    replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE
+    replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
 )
-MODES["aware-models"] = AWARE  # searches that also weigh what they tell about the models
+MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
@@ -1584,7 +1585,7 @@ class BayesBelief:
 
 __all__ = [
     "AWARE",
-    "AWARE_BANDED",
+    "AWARE_EXACT",
     "DEFAULT_MODE",
     "HAZARD",
     "MODES",
