@@ -431,3 +431,32 @@ def test_an_adversary_who_plants_anywhere_raises_every_free_locations_decoy_odds
     again = BayesBelief.restore(CLASSIC, robust.snapshot())
     assert (again.marginals() == robust.marginals()).all()
     assert [m.placement for m in again.models][-1] == "random"
+
+
+def test_array_sum_adds_like_numpys_sum() -> None:
+    """The decoy step sums short rows in Python floats: `array_sum` must give numpy's
+    double bit for bit (sequential below 8 values, 8 partial sums up to 128, numpy's
+    own sum beyond), where a plain left-to-right sum does not."""
+    from horcrux.belief.bayes import array_sum
+
+    rng = np.random.default_rng(7)
+    plain_differs = 0
+    for n in range(0, 300):
+        for _ in range(3 if n < 140 else 1):
+            values = (rng.random(n) * rng.choice([1e-9, 1.0, 1e6], n)).tolist()
+            assert array_sum(values) == float(np.array(values, dtype=np.float64).sum()), n
+            left = 0.0
+            for x in values:
+                left += x
+            plain_differs += left != array_sum(values)
+    assert plain_differs > 100  # the order matters: a naive sum would not pass
+
+
+def test_h2_floats_is_h2_bit_for_bit() -> None:
+    """`horcrux_information` computes its binary entropies in Python floats with one
+    numpy call for the logarithms: the same doubles as the array `_h2`."""
+    from horcrux.belief.bayes import _h2, _h2_floats
+
+    rng = np.random.default_rng(11)
+    p = np.concatenate([rng.random(500), [0.0, 1.0, 1e-15, 1 - 1e-15, 0.5, 1e-300]])
+    assert _h2_floats(p.tolist()) == _h2(p).tolist()

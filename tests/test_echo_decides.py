@@ -108,12 +108,18 @@ def test_the_threshold_learned_across_games_converges_to_shadows(threshold: floa
         season = run_season(spec, 12, seed=0, arms=("on",))
     last = season.thresholds[-1]
     assert max(last, key=lambda t: last[t]) == f"{threshold:g}" and last[f"{threshold:g}"] > 0.8
-    # and the next game's filter starts from it: the fitting models carry most of the prior
+    # and the next game's filter starts from it: the fitting models carry most of the
+    # belief-reacting models' prior, and far more than their default share
     plan = memory_plan(season.memory)
     assert plan is not None
     prior = {m.name: m.prior for m in plan.models}
+    total = sum(prior.values())
     fit = sum(p for name, p in prior.items() if name.startswith(f"belief@{threshold:g}"))
-    assert fit / sum(prior.values()) > 0.5
+    reacting = sum(p for name, p in prior.items() if name.startswith("belief@"))
+    assert fit / reacting > 0.8
+    default = {m.name: m.prior for m in joined_models(None)}
+    default_fit = sum(p for n, p in default.items() if n.startswith(f"belief@{threshold:g}"))
+    assert fit / total > 3 * default_fit / sum(default.values())
 
 
 def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_plays_it() -> None:

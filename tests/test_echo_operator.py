@@ -86,7 +86,7 @@ def test_a_correction_the_planner_cannot_act_on_is_a_422_naming_what_is_actionab
     status, answer = call(resolver, "POST", "/memory/corrections", body=body, token=OPERATOR)
     assert status == 422 and answer["error"] == "not_actionable"
     assert needle in answer["message"]
-    for subject in ("relocates", "immediate", "plant_top", "threshold", "jitter", "hesitate"):
+    for subject in ("relocates", "immediate", "plant_top", "plant_blind", "threshold", "jitter"):
         assert subject in answer["message"]
     assert persist.load(store, "planner", "reference")[0] is None  # nothing stored
 

@@ -19,12 +19,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import queue
 import re
 import statistics
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +32,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Response, expect,
 
 from horcrux import engine
 from horcrux.local.client import ApiError, HorcruxClient
-from horcrux.local.harness import get_json
+from horcrux.local.harness import ServeProcess, get_json
 from horcrux.rules import STANDARD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,19 +58,14 @@ SEED = 1  # STANDARD's placement for seed 1: diagon-alley, forbidden-forest, hog
 
 
 # ---------------------------------------------------------------- the server and the browser
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "HORCRUX_DYNAMODB_ENDPOINT", "AWS_PROFILE"):
-        env.pop(name, None)  # always the embedded moto: never a real endpoint
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 class Served:
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
-        self.url = url
-        self.client = HorcruxClient(url, timeout_s=20)
+    """A real `horcrux serve` (the harness's `ServeProcess`: its own moto, never a real
+    endpoint) and a client of its API."""
+
+    def __init__(self, server: ServeProcess) -> None:
+        self.server = server
+        self.url = server.url
+        self.client = HorcruxClient(server.url, timeout_s=20)
 
     def count(self, status: str) -> int:
         return len(
@@ -85,60 +76,19 @@ class Served:
         return {s: self.count(s) for s in ("open", "active", "over")}
 
 
+@contextmanager
+def serving(extra: dict[str, str] | None = None, unset: tuple[str, ...] = ()) -> Iterator[Served]:
+    """`horcrux serve` on a free port, healthy; stopped cleanly after (exit code 0)."""
+    with ServeProcess(env=extra, unset=unset, startup_s=STARTUP_S) as server:
+        yield Served(server)
+        code, _ = server.terminate()
+    assert code == 0, server.output()[-2000:]
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    with serving(_env()) as running:
+    with serving() as running:
         yield running
-
-
-@contextmanager
-def serving(env: dict[str, str]) -> Iterator[Served]:
-    """A real `horcrux serve` subprocess on a free port, healthy, stopped cleanly after."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "horcrux.cli", "serve", "--port", "0", "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    seen: list[str] = []
-    url = None
-    deadline = time.monotonic() + STARTUP_S
-    try:
-        while url is None:  # the port is chosen by the OS: read it from the banner
-            try:
-                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no banner from horcrux serve: {seen}") from None
-            seen.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-            url = found.group(1) if found else None
-        served = Served(process, url)
-        for attempt in range(100):  # readiness: bounded polling of the health route
-            try:
-                if served.client.health()["ok"]:
-                    break
-            except Exception:
-                time.sleep(min(0.02 * 1.5**attempt, 0.5))
-        else:
-            raise AssertionError("horcrux serve never became healthy")
-        yield served
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, seen
 
 
 @pytest.fixture(scope="module")
@@ -536,10 +486,8 @@ def test_a_spectator_watches_the_model_play_and_the_replay_shows_what_it_saw(
     from horcrux.local.model_server import running_model_server
 
     with running_model_server(port=0, threads=1) as model:
-        env = _env()
-        env["HORCRUX_LOCAL_MODEL_URL"] = model.base_url
-        env.pop("ANTHROPIC_API_KEY", None)
-        with serving(env) as server:
+        extra = {"HORCRUX_LOCAL_MODEL_URL": model.base_url}
+        with serving(extra, unset=("ANTHROPIC_API_KEY",)) as server:
             created = server.client.create_game(
                 {"kind": "ai", "brain": "llm:local"},
                 {"kind": "ai", "brain": "reference"},

@@ -25,7 +25,10 @@ The planner persists between Lambda invocations with `snapshot()` / `restore()`.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
+import math
 import random
 import struct
 import time
@@ -45,6 +48,7 @@ from horcrux.belief.bayes import (
     AdversaryModel,
     BayesBelief,
     FloatArray,
+    array_sum,
 )
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.decisions import DecisionRecord, Source
@@ -142,10 +146,17 @@ def tie_order(n: int, turn: int) -> FloatArray:
 
 
 def _argmax(values: FloatArray, ties: FloatArray) -> int:
-    """Index of the largest value; among (near-)equals, the lowest tie rank."""
-    top = float(values.max())
-    near = values >= top - _TIE * max(1.0, abs(top))
-    return int(np.argmin(np.where(near, ties, np.inf)))
+    """Index of the largest value; among (near-)equals, the lowest tie rank (the ranks
+    are distinct). In Python floats: a handful of values, where numpy's calls cost more."""
+    seen = values.tolist()
+    top = max(seen)
+    cut = top - _TIE * max(1.0, abs(top))
+    ranks = ties.tolist()
+    best, rank = 0, math.inf
+    for i, value in enumerate(seen):
+        if value >= cut and ranks[i] < rank:
+            best, rank = i, ranks[i]
+    return best
 
 
 class PlannerHarry:
@@ -408,10 +419,16 @@ def plan(
     if forced_attack(view, params):
         near_attack = max(near_attack, params.forced_near)
     if near_attack > 0.0 and rng is not None:
-        close = np.flatnonzero(m >= float(m[best]) - near_attack)
+        # in Python floats: numpy's sum (`array_sum`), cumulative sum and left search
+        # on these few values, the same doubles and the same index
+        seen = m.tolist()
+        cut = seen[best] - near_attack
+        close = [i for i, v in enumerate(seen) if v >= cut]
         if len(close) > 1:
-            pick = rng.random() * float(m[close].sum())
-            best = int(close[min(len(close) - 1, int(np.searchsorted(np.cumsum(m[close]), pick)))])
+            values = [seen[i] for i in close]
+            pick = rng.random() * array_sum(values)
+            running = list(itertools.accumulate(values))
+            best = close[min(len(close) - 1, bisect.bisect_left(running, pick))]
     if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
     ready = race is None and view.attacks_left > 0 and float(m[best]) >= threshold
@@ -440,10 +457,11 @@ def plan(
         info = info + params.model_info * belief.model_information(rules.sensor)
     j = _argmax(info, ties)
     if near > 0.0 and rng is not None:
-        top = float(info[j])
-        close = np.flatnonzero(info >= top * (1.0 - near))
+        rated = info.tolist()
+        cut = rated[j] * (1.0 - near)
+        close = [i for i, v in enumerate(rated) if v >= cut]
         if len(close) > 1:
-            j = int(close[rng.randrange(len(close))])
+            j = close[rng.randrange(len(close))]
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]
     allies = view.allies
     if "hermione" in allies and allies["hermione"].available:

@@ -27,7 +27,10 @@ Predictive step (what Voldemort may have done after Harry's turn), one per adver
     sum of Harry's searches there, reset by an attack) when that evidence is above 0 and
     no relocation happened. The chance that each candidate was the free one chosen raises
     its c_j, and the expected number of decoys used is tracked so planting stops once the
-    charges are (probably) spent. (Destinations ignore decoys, an approximation.)
+    charges are (probably) spent. (Destinations ignore decoys, an approximation.) A
+    `greedy` placement drops "above 0": every location is a candidate, best evidence
+    first (a Voldemort who plants whenever he can, from turn 1: what cross-game memory
+    learns as `plant_blind`).
 
 Model averaging (`mixture`)
     Each model runs its own exact filter; its posterior weight is its prior times the
@@ -317,7 +320,9 @@ class _Tables:
     k: int
     sets: tuple[tuple[int, ...], ...]
     member: BoolArray  # (n_sets, n)
+    member_t: BoolArray  # (n, n_sets): its transpose, contiguous (a location's sets)
     free: FloatArray  # (n_sets, n): 1 where the location is not in the set
+    anywhere: FloatArray  # (n_sets, n): free / (n - k), uniform over the free locations
     memberf: FloatArray  # (n_sets, n) as floats, for marginals
     with_j: tuple[IntArray, ...]  # per j: rows whose set holds j
     without_j: tuple[IntArray, ...]  # per j: rows whose set lacks j
@@ -337,6 +342,8 @@ class _Tables:
     # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
+    swap_rows: IntArray  # (n_sets * n, n): swap, one row per (set, j)
+    swap_base: IntArray  # (n_sets,): the first row of each set in swap_rows
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
     set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
 
@@ -391,7 +398,9 @@ def _tables(n: int, k: int) -> _Tables:
         k=k,
         sets=sets,
         member=member,
+        member_t=np.ascontiguousarray(member.T),
         free=(~member).astype(np.float64),
+        anywhere=(~member).astype(np.float64) * (1.0 / (n - k) if n > k else 0.0),
         memberf=member.astype(np.float64),
         with_j=tuple(with_j),
         without_j=tuple(without_j),
@@ -403,6 +412,8 @@ def _tables(n: int, k: int) -> _Tables:
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
         swap=swap,
+        swap_rows=swap.reshape(len(sets) * n, n),
+        swap_base=np.arange(len(sets), dtype=np.intp) * n,
         set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
         set_cols=tuple(
             np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
@@ -514,22 +525,28 @@ class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and the location holding
     it; for the sets that move, the rows they move to and the `low` destinations (the
-    free locations within LOW_BAND of the lowest), computed only for those."""
+    free locations within LOW_BAND of the lowest). Per-set tables are built once per map
+    (when a model first needs them) and read with `take` (numpy's fancy indexing costs
+    several times more at these sizes): the same numbers as set by set."""
 
-    def __init__(self, tab: _Tables, harry: FloatArray) -> None:
+    def __init__(self, tab: _Tables, harry: FloatArray, peak: float | None = None) -> None:
         self.tab = tab
         self.harry = harry
-        self.top_max = float(harry.max()) if tab.k else 0.0  # every location is in a set
+        if peak is None:
+            peak = float(harry.max())
+        self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
-        self._low_cols: IntArray | None = None
-        self._exact_cols: IntArray | None = None  # the same for EXACT_BAND
+        self._targets: IntArray | None = None
+        self._band: FloatArray | None = None
+        self._first: IntArray | None = None
+        self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
             # column by column (the q-th lowest location of every set): k vector ops
             # instead of reductions along a short axis, which cost numpy far more
             cols = self.tab.set_cols
-            values = [self.harry[c] for c in cols]
+            values = [self.harry.take(c) for c in cols]
             top = values[0]
             for v in values[1:]:
                 top = np.maximum(top, v)
@@ -551,25 +568,47 @@ class _BeliefPlan:
 
     def targets(self, go: IntArray) -> IntArray:
         """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
-        out: IntArray = self.tab.swap[go, self.top_loc[go]]
+        if self._targets is None:  # every set's row of `swap` at its top location
+            tab = self.tab
+            self._targets = tab.swap_rows.take(tab.swap_base + self.top_loc, axis=0)
+        out: IntArray = self._targets.take(go, axis=0)
         return out
 
-    def low(self, go: IntArray, band: float = LOW_BAND) -> FloatArray:
+    def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
 
         Only the locations within LOW_BAND of the (k+1)-th lowest can be one: a set of k
-        leaves one of the k+1 lowest free, so its lowest free location is no higher."""
-        if band != LOW_BAND:  # an exact model's destinations
-            return self._low(go, band)
-        if self._low_cols is None:
-            k = self.tab.k
-            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
-            self._low_cols = np.flatnonzero(self.harry <= ceiling + LOW_BAND)
-        cols = self._low_cols
-        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
-        low = others <= others.min(axis=1, keepdims=True) + LOW_BAND
-        out: FloatArray = np.zeros((len(go), self.tab.n))
-        out[:, cols] = low / low.sum(axis=1, keepdims=True)
+        leaves one of the k+1 lowest free, so its lowest free location is no higher.
+        Sorted by occupancy, the lowest free location of a set is the first of those k+1
+        it lacks (at position p); its `low` destinations are the free ones among `band[p]`,
+        the locations within LOW_BAND of that one (a table of k+1 rows per map)."""
+        tab = self.tab
+        if self._band is None or self._first is None:
+            k = tab.k
+            lowest = np.argsort(self.harry, kind="stable")[: k + 1]
+            edge = self.harry.take(lowest) + LOW_BAND
+            # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
+            # products and row sums are exact, and 1.0 / count is the same double)
+            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
+            # per set, p: the first of the k+1 lowest it lacks (the first False)
+            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
+        low = self._band.take(self._first.take(go), axis=0) * tab.free.take(go, axis=0)
+        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        return out
+
+    def dest(
+        self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
+    ) -> FloatArray:
+        """(len(go), n): where a moved Horcrux of each set go[i] goes: uniform over the
+        free locations, or `low` with a `scatter` share uniform (`band`: LOW_BAND, or an
+        exact model's EXACT_BAND, read by `_low`)."""
+        tab = self.tab
+        anywhere = tab.anywhere.take(go, axis=0)  # uniform over the free ones
+        if destination != "low":
+            return anywhere
+        out = self.low(go) if band == LOW_BAND else self._low(go, band)
+        if scatter > 0.0:
+            out = (1.0 - scatter) * out + scatter * anywhere
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
@@ -634,6 +673,7 @@ class _Filters:
         # the vectorised steps: the hazard models as one stack, the threshold models as one
         # stack per map they read (one plan each), the `rule` models one by one
         self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
+        self._hazard_list = [i for i, _ in self._hazard]
         self._hazard_rate: FloatArray = np.array([h for _, h in self._hazard], dtype=np.float64)
         # per belief model: the map its plan reads and the lowest top occupancy that can
         # fire it (a Python float: most turns no model can fire, and that costs one compare)
@@ -647,9 +687,13 @@ class _Filters:
             for i, m in self._belief
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
+        self._plant_rates = self.p_plant.tolist()
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
+        self._offset_cache: dict[tuple[int, int], IntArray] = {}
+        self._row_bases: dict[tuple[int, int], IntArray] = {}
+        self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
 
     @property
@@ -665,8 +709,9 @@ class _Filters:
         self._marginal = None
         self.version += 1
         self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
-        dead = total <= _TINY
-        if dead.any():  # a model said "impossible": restart it uniform over the sets
+        if min(total.tolist()) <= _TINY:
+            # a model said "impossible": restart it uniform over the sets
+            dead = total <= _TINY
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
                 self.w[-1, i] = 1.0 / self.w.shape[2]
@@ -683,12 +728,12 @@ class _Filters:
     def search(self, j: int, positive: bool, sensor: Sensor) -> None:
         lr = sensor.d if positive else 1.0 - sensor.d
         le = sensor.f if positive else 1.0 - sensor.f
-        cj = self.c[:, j]
-        absent = cj * lr + (1.0 - cj) * le  # (models,)
-        factor = np.where(self.tab.member[:, j][None, :], lr, absent[:, None])
+        cj = self.c[:, j].tolist()  # the models' c_j, in Python floats (the same doubles)
+        absent = [c * lr + (1.0 - c) * le for c in cj]  # P(outcome | no Horcrux at j)
+        factor = np.where(self.tab.member_t[j], lr, np.array(absent)[:, None])
         self.w *= factor[None]
         self._normalise(self.totals())
-        self.c[:, j] = cj * lr / absent
+        self.c[:, j] = [c * lr / a for c, a in zip(cj, absent, strict=True)]
 
     def attack(self, j: int, outcome: str) -> None:
         tab = self.tab
@@ -733,7 +778,7 @@ class _Filters:
         destinations and decoys read."""
         harry: Maps | None = None
         tab = self.tab
-        moved_total = np.zeros(self.count)
+        moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
         w = self.w
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
@@ -764,12 +809,17 @@ class _Filters:
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
-                moved3 = w[1:, hi] * self._hazard_rate[None, :, None]
-                moved_total[hi] += moved3.sum(axis=(0, 2))
+                block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
+                moved3 = block[1:] * self._hazard_rate[None, :, None]
+                for h, total in zip(
+                    self._hazard_list, moved3.sum(axis=(0, 2)).tolist(), strict=True
+                ):
+                    moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
-                w[1:, hi] -= moved3
-                w[:-1, hi] += incoming.reshape(moved3.shape) * share
+                block[1:] -= moved3
+                block[:-1] += incoming.reshape(moved3.shape) * share
+                w[:, hi] = block
             if self._belief and maps is not None:
                 self._marginal = None
                 harry = maps()
@@ -783,23 +833,27 @@ class _Filters:
                         if peak[key] < floor:
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
-                        plans[key] = self._belief_moves(harry[key])
+                        plans[key] = self._belief_moves(harry[key], peak.get(key))
                     moved_total[i] += self._move_belief(i, model, plans[key], harry)
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
         if self.used.shape[1] > 1 and self.p_plant.any():
-            self._plant(1.0 - moved_total, evidence, harry)
+            self._plant([1.0 - x for x in moved_total], evidence, harry)
 
-    def _belief_moves(self, harry: FloatArray) -> _BeliefPlan:
-        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`)."""
-        return _BeliefPlan(self.tab, harry)
+    def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
+        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
+        `peak`: the map's maximum, when known)."""
+        return _BeliefPlan(self.tab, harry, peak)
 
     def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
         model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
         model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
-        P(the rule attacks j next turn)), from every set holding it."""
+        P(the rule attacks j next turn)), from every set holding it.
+
+        The weights are read and written through flat positions (`take` / `put`: the
+        same values as fancy indexing, at a fraction of its cost)."""
         tab = self.tab
         if model.reads == "rule" and model.exact and "weights" in harry:
             # a copy of Harry's code sends the Horcrux to the lowest free location of the
@@ -809,49 +863,54 @@ class _Filters:
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             return self._move_race(i, model, plan, harry["attack"])
+        n = tab.n
+        rows = self.w.shape[0] - 1
+        n_sets = len(tab.sets)
         if model.reads == "rule":
             attack = harry["attack"]
-            j = int(np.argmax(attack))
+            j = int(attack.argmax())
             if attack[j] <= 0.0:
                 return 0.0
             go = tab.with_j[j]
-            fire_go = np.full(len(go), float(attack[j]) * model.trigger)
-            targets_go = tab.swap[go, j]
+            fire_go: FloatArray | float = float(attack[j]) * model.trigger
+            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            idx = self._rule_targets(j, rows)
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
-                fire = np.clip((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+                fire = ((top - lo) / (2.0 * model.spread)).clip(0.0, 1.0)
             else:
                 fire = (top >= model.threshold).astype(np.float64)
-            fire *= model.trigger
-            go = np.flatnonzero(fire > 0.0)
+            if model.trigger != 1.0:
+                fire *= model.trigger
+            go = fire.nonzero()[0]
             if not len(go):
                 return 0.0
-            fire_go = fire[go]
-            targets_go = plan.targets(go)
-        self._marginal = None
-        w = self.w
-        moved = w[1:, i][:, go] * fire_go[None, :]  # (R, moving sets)
+            fire_go = fire.take(go)[:, None]
+            pos = self._row_base(i).take(go, axis=0)  # w[1:, i, go]: flat positions, (go, R)
+            idx = None
+        # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
+        # the indexed axis first), which is the order its sum adds in
+        flat = self.w.reshape(-1, copy=False)  # a view, never a copy
+        before = flat.take(pos)
+        moved = before * fire_go
         total = float(moved.sum())
-        if total <= 0.0:
+        if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
             return 0.0
-        anywhere = tab.free[go] * (1.0 / (self.n - tab.k))  # uniform over the free ones
-        if model.destination == "low":
-            dest = plan.low(go, EXACT_BAND if model.exact else LOW_BAND)
-            if model.scatter > 0.0:
-                dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
-        else:
-            dest = anywhere
-        w[1:, i][:, go] -= moved
-        n_sets = len(tab.sets)
-        contrib = moved[:, :, None] * dest[None, :, :]  # (R, moving, n)
-        offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
-        idx = (targets_go[None, :, :] + offsets).reshape(-1)
-        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets)
-        w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        self._marginal = None
+        if idx is None:
+            idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
+        band = EXACT_BAND if model.exact else LOW_BAND
+        dest = plan.dest(go, model.destination, model.scatter, band)
+        flat.put(pos, before - moved)  # w[1:, i, go] -= moved
+        # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
+        contrib = np.empty((rows, len(go), n))
+        np.multiply(moved.T[:, :, None], dest, out=contrib)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=rows * n_sets)
+        self.w[:-1, i] += incoming.reshape(rows, n_sets)
         return total
 
     def _move_race(
@@ -872,13 +931,8 @@ class _Filters:
             if part <= 0.0:
                 continue
             total += part
-            anywhere = tab.free[go] * (1.0 / (self.n - tab.k))
-            if model.destination == "low":
-                dest = plan.low(go, EXACT_BAND if model.exact else LOW_BAND)
-                if model.scatter > 0.0:
-                    dest = (1.0 - model.scatter) * dest + model.scatter * anywhere
-            else:
-                dest = anywhere
+            band = EXACT_BAND if model.exact else LOW_BAND
+            dest = plan.dest(go, model.destination, model.scatter, band)
             w[1:, i][:, go] -= moved
             contrib = moved[:, :, None] * dest[None, :, :]
             offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
@@ -890,6 +944,37 @@ class _Filters:
         if total > 0.0:
             self._marginal = None
         return total
+
+    def _offsets(self, rows: int, n_sets: int) -> IntArray:
+        """(rows, 1, 1): the first flat position of each charge level's sets."""
+        key = (rows, n_sets)
+        found = self._offset_cache.get(key)
+        if found is None:
+            found = (np.arange(rows) * n_sets)[:, None, None]
+            self._offset_cache[key] = found
+        return found
+
+    def _row_base(self, i: int) -> IntArray:
+        """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
+        rows, m, sets = self.w.shape
+        key = (sets, i)
+        found = self._row_bases.get(key)
+        if found is None:
+            found = np.arange(sets)[:, None] + ((np.arange(1, rows) * m + i) * sets)[None, :]
+            self._row_bases[key] = found
+        return found
+
+    def _rule_targets(self, j: int, rows: int) -> IntArray:
+        """Flat bins (r, set) where the sets holding j go when j's Horcrux moves to u,
+        for r = 0..rows-1: (rows x len(with_j) x n,), in that order."""
+        key = (self.tab.k, j, rows)
+        found = self._rule_bins.get(key)
+        if found is None:
+            tab = self.tab
+            targets = tab.swap[tab.with_j[j], j]
+            found = (targets + self._offsets(rows, len(tab.sets))).reshape(-1)
+            self._rule_bins[key] = found
+        return found
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
@@ -907,135 +992,207 @@ class _Filters:
         return found
 
     def _plant_on_map(
-        self, i: int, order: list[int], harry: FloatArray, chance: float, band: float = TOP_BAND
+        self,
+        c_row: list[float],
+        marginal: list[float],
+        groups: list[list[int]],
+        scatter: float,
+        chance: float,
     ) -> float:
         """A `belief` decoy: at the free location Harry's map rates highest. Locations
-        within TOP_BAND of each other are one group, the decoy going to any free one of
-        the first group with a free location (an adversary reading a slightly different
-        map breaks near-ties his own way); a `scatter` share goes anywhere free."""
-        marginal = self.marginal()[i]
-        c_row = self.c[i]
-        scatter = self.models[i].scatter
+        within TOP_BAND of each other are one group (`groups`, best first), the decoy
+        going to any free one of the first group with a free location (an adversary
+        reading a slightly different map breaks near-ties his own way). `c_row` (the
+        model's c_j) is updated in place; the `scatter` share, which goes anywhere free,
+        is `_scatter`'s (one step for every model, after this one)."""
         planted = 0.0
         reach = 1.0  # P(every location of the better groups is taken)
-        start = 0
-        while start < len(order) and reach > 1e-9:
-            head = float(harry[order[start]])
-            stop = start
-            while stop < len(order) and float(harry[order[stop]]) >= head - band:
-                stop += 1
-            group = np.array(order[start:stop], dtype=np.intp)
-            free = (1.0 - marginal[group]) * (1.0 - c_row[group])  # P(j is free)
-            expected = float(free.sum())
+        for group in groups:
+            if reach <= 1e-9:
+                break
+            free = [(1.0 - marginal[j]) * (1.0 - c_row[j]) for j in group]  # P(j is free)
+            expected = array_sum(free)
             if expected > 0.0:
-                c_row[group] += (1.0 - c_row[group]) * min(
-                    1.0, reach * chance * (1 - scatter) / expected
-                )
+                raise_by = min(1.0, reach * chance * (1 - scatter) / expected)
+                for j in group:
+                    c_row[j] += (1.0 - c_row[j]) * raise_by
                 planted += reach * min(1.0, expected)
-            reach *= float(np.prod(1.0 - free))
-            start = stop
-        if scatter > 0.0:
-            free_all = (1.0 - marginal) * (1.0 - c_row)
-            total = float(free_all.sum())
-            if total > 0.0:
-                c_row += (1.0 - c_row) * min(1.0, chance * scatter / total)
+            taken = 1.0
+            for x in free:
+                taken *= 1.0 - x
+            reach *= taken
         return planted
 
-    def _plant(
-        self, p_no_move: FloatArray, evidence: FloatArray, harry: Maps | None = None
+    def _scatter(
+        self, rows: dict[int, list[float]], marginal: FloatArray, jobs: list[tuple[int, float]]
     ) -> None:
-        go_all = (self.p_plant * np.maximum(0.0, p_no_move)).tolist()
-        left_all = (1.0 - self.used[:, -1]).tolist()
+        """The `scatter` share of `belief` decoys, for every model at once: model i's
+        decoy goes anywhere free with probability `share` (its chance x scatter), which
+        raises each free location's c_j by (1 - c_j) min(1, share / E[free locations]).
+        One numpy step over the models' rows (`rows`: their c, as updated so far),
+        written back to `c`; row by row the same operations as one model at a time (the
+        row sums add in numpy's order either way)."""
+        index = [i for i, _ in jobs]
+        c_rows = np.array([rows[i] for i in index])
+        free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
+        totals = free.sum(axis=1).tolist()
+        raise_by = [
+            min(1.0, share / total) if total > 0.0 else 0.0
+            for (_, share), total in zip(jobs, totals, strict=True)
+        ]
+        c_rows += (1.0 - c_rows) * np.array(raise_by)[:, None]
+        self.c[index] = c_rows
+
+    def _plant(
+        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
+    ) -> None:
+        # in Python floats: the same doubles as the array expressions
+        go_all = [p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move, strict=True)]
+        left_all = [1.0 - x for x in self.used[:, -1].tolist()]
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
+        rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
+        scattered: list[tuple[int, float]] = []  # belief decoys' scatter shares, by model
         cand: list[int] | None = None
-        rated: dict[str, list[int]] = {}
-        # scalar loops: a handful of candidates and at most a few models, where numpy's
-        # per-call cost would dominate
+        rated: dict[str, list[list[int]]] = {}
+        # scalar loops in Python floats (the same operations, in the same order, as numpy
+        # on these short rows; `array_sum` is numpy's summation): a handful of candidates
+        # and a few models, where numpy's per-call cost would dominate
         for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
             if go <= 0.0 or left <= 0.0:
+                continue
+            placement = self._placement[i]
+            if placement == "belief" and harry is None:
                 continue
             if marginal is None:
                 marginal = self.marginal()
             chance = go * left  # this model plants now
-            c_row = self.c[i]
-            placement = self._placement[i]
-            if placement == "belief" and harry is None:
-                continue
+            c_row = rows[i] = self.c[i].tolist()
+            m_row = marginal[i].tolist()
             if placement == "random":  # a uniformly drawn free location
-                free = (1.0 - marginal[i]) * (1.0 - c_row)  # P(j is free)
-                total = float(free.sum())
+                free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
+                total = array_sum(free)
                 if total <= 0.0:
                     continue
-                c_row += (1.0 - c_row) * min(1.0, chance / total)  # P(j drawn | j free)
+                raise_by = min(1.0, chance / total)  # P(j drawn | j free)
+                c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
                 reads = self.models[i].reads
                 reads = "own" if reads == "rule" else reads
-                exact = (
-                    placement == "belief" and self.models[i].exact and "weights" in (harry or {})
-                )
-                if exact and reads == "naive":
-                    if "naive!" not in rated:  # the level-0 map, near-ties not grouped
-                        assert harry is not None
-                        seen = harry["naive"]
-                        above = np.flatnonzero(seen > self.tab.k / self.n)
-                        rated["naive!"] = above[np.argsort(-seen[above], kind="stable")].tolist()
-                    order = rated["naive!"]
-                elif exact:
+                if placement == "belief":
                     assert harry is not None
-                    if "full" not in rated:  # the map a copy of Harry reads next turn
-                        full = np.clip(harry["weights"] @ marginal, 0.0, 1.0)
-                        harry = {**harry, "full": full}
-                        above = np.flatnonzero(full > self.tab.k / self.n)
-                        rated["full"] = above[np.argsort(-full[above], kind="stable")].tolist()
-                    order = rated["full"]
-                elif placement == "belief":
-                    assert harry is not None
-                    if reads not in rated:
-                        seen = harry[reads]
-                        above = np.flatnonzero(seen > self.tab.k / self.n)
-                        rated[reads] = above[np.argsort(-seen[above], kind="stable")].tolist()
-                    order = rated[reads]
-                elif placement == "greedy":  # every location, best evidence first
+                    if self.models[i].exact and "weights" in harry:
+                        # an exact model: near-ties not grouped; on Harry's whole next map
+                        # (after every model's move), or the level-0 map for `naive`
+                        key = "naive!" if reads == "naive" else "full!"
+                        if key not in rated:
+                            exact_map = (
+                                harry["naive"]
+                                if reads == "naive"
+                                else np.clip(harry["weights"] @ marginal, 0.0, 1.0)
+                            )
+                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+                        groups = rated[key]
+                    else:
+                        if reads not in rated:
+                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                        groups = rated[reads]
+                    if not groups:
+                        continue
+                    scatter = self.models[i].scatter
+                    planted = self._plant_on_map(c_row, m_row, groups, scatter, chance)
+                    if scatter > 0.0:
+                        scattered.append((i, chance * scatter))
+                    planted = min(1.0, planted * go)
+                    planted_all[i] = planted
+                    continue
+                if placement == "greedy":  # every location, best evidence first
                     order = np.argsort(-evidence, kind="stable").tolist()
                 else:
-                    if cand is None:
-                        positive = np.flatnonzero(evidence > 0.0)
-                        if len(positive) > 1:  # best evidence first, board order on ties
-                            positive = positive[np.argsort(-evidence[positive], kind="stable")]
-                        cand = positive.tolist()
+                    if cand is None:  # best evidence first, board order on ties
+                        seen = evidence.tolist()
+                        cand = sorted(
+                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
+                        )
                     order = cand
                 if not order:
                     continue
-                if placement == "belief":
-                    assert harry is not None
-                    band = 0.0 if exact else TOP_BAND
-                    seen_map = harry["full"] if exact and reads != "naive" else harry[reads]
-                    planted = self._plant_on_map(i, order, seen_map, chance, band)
-                    planted = min(1.0, planted * go)
-                else:
-                    reach = 1.0  # P(every better candidate is taken)
-                    planted = 0.0  # P(a decoy now | charges left), before `go`
-                    raised = []  # the candidates' new c, in Python floats (same doubles)
-                    for c, m in zip(
-                        c_row[order].tolist(), marginal[i, order].tolist(), strict=True
-                    ):
-                        if c < 1.0:
-                            raised.append(c + (1.0 - c) * reach * chance)
-                            planted += reach * (1.0 - m) * (1.0 - c)
-                        else:
-                            raised.append(c)
-                        reach *= m + (1.0 - m) * c
-                    c_row[order] = raised
-                    planted = min(1.0, planted * go)
+                reach = 1.0  # P(every better candidate is taken)
+                planted = 0.0  # P(a decoy now | charges left), before `go`
+                for j in order:
+                    c, m = c_row[j], m_row[j]
+                    if c < 1.0:
+                        c_row[j] = c + (1.0 - c) * reach * chance
+                        planted += reach * (1.0 - m) * (1.0 - c)
+                    reach *= m + (1.0 - m) * c
+                planted = min(1.0, planted * go)
             planted_all[i] = planted
-        if any(planted_all):  # each model's count of decoys used moves up by `planted`
-            used = self.used
+        for i, row in rows.items():
+            self.c[i] = row
+        if scattered:
+            assert marginal is not None
+            self._scatter(rows, marginal, scattered)
+        moving = [i for i, planted in enumerate(planted_all) if planted]
+        used = self.used
+        if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
             shift = used[:, :-1] * np.array(planted_all)[:, None]
             used[:, :-1] -= shift
             used[:, 1:] += shift
+        else:  # the same operations on the few rows that move, in Python floats
+            for i in moving:
+                planted = planted_all[i]
+                row = used[i].tolist()
+                shift_row = [x * planted for x in row[:-1]]
+                for q, x in enumerate(shift_row):
+                    row[q] -= x
+                for q, x in enumerate(shift_row):
+                    row[q + 1] += x
+                used[i] = row
+
+
+def array_sum(values: list[float]) -> float:
+    """numpy's sum of a short contiguous float64 array, in Python floats: sequential below
+    8 values, else 8 interleaved partial sums combined pairwise, then the tail (the same
+    additions in the same order, so the same double; rows up to 128 values)."""
+    n = len(values)
+    if n > 128:  # numpy splits longer rows in halves: let it
+        return float(np.array(values).sum())
+    if n < 8:
+        total = 0.0
+        for x in values:
+            total += x
+        return total
+    part = values[:8]
+    end = n - n % 8
+    for start in range(8, end, 8):
+        for q in range(8):
+            part[q] += values[start + q]
+    low = (part[0] + part[1]) + (part[2] + part[3])
+    total = low + ((part[4] + part[5]) + (part[6] + part[7]))
+    for x in values[end:]:
+        total += x
+    return total
+
+
+def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[list[int]]:
+    """The locations Harry's map rates above `floor`, best first (board order on ties),
+    in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
+    a `belief` decoy goes."""
+    above = np.flatnonzero(seen > floor)
+    order = above[np.argsort(-seen[above], kind="stable")].tolist()
+    values = seen[order].tolist()
+    groups: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        head = values[start]
+        stop = start
+        while stop < len(order) and values[stop] >= head - band:
+            stop += 1
+        groups.append(order[start:stop])
+        start = stop
+    return groups
 
 
 # ---------------------------------------------------------------- the belief map
@@ -1053,6 +1210,15 @@ def _h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
     return out
+
+
+def _h2_floats(p: list[float]) -> list[float]:
+    """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
+    hi = 1.0 - 1e-12
+    q = [min(max(x, 1e-12), hi) for x in p]
+    logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
+    n = len(q)
+    return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
 
 
 def binary_entropy(p: float) -> float:
@@ -1162,6 +1328,7 @@ class BayesBelief:
         self._pending: list[tuple[int, int, FloatArray]] = []
         self._attacks_used = 0
         self._plain: BoolArray = np.array([m.motion != "belief" and m.level0 for m in models])
+        self._any_plain = bool(self._plain.any())
         self._rule_hesitate = [(i, m.hesitate) for i, m in enumerate(models) if m.reads == "rule"]
         self._rule = next((m for m in models if m.reads == "rule"), None)
         self._exact_plant = any(m.exact for m in models)
@@ -1173,6 +1340,7 @@ class BayesBelief:
         self._attack_plan: tuple[int, FloatArray | None] | None = None  # (turn, race plan)
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
+        self._weights_list: list[float] | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -1289,14 +1457,14 @@ class BayesBelief:
         if not self._filters.reads_harry:
             return None
         self._cache = None
-        own = self.marginals().copy()
         weights = self._weights_view()
-        plain = self._plain
+        marginal = self._filters.marginal()
+        own: FloatArray = (weights @ marginal).clip(0.0, 1.0)  # `marginals()`, a new array
         naive: FloatArray = own
-        if plain.any():
-            pi = np.where(plain, weights, 0.0)
+        if self._any_plain:
+            pi = np.where(self._plain, weights, 0.0)
             pi /= max(float(pi.sum()), _TINY)
-            naive = np.clip(pi @ self._filters.marginal(), 0.0, 1.0)
+            naive = (pi @ marginal).clip(0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
@@ -1348,7 +1516,7 @@ class BayesBelief:
     def exposure(self) -> float:
         """The posterior weight of the belief-reacting models that read Harry's own map
         (`reads` own or rule): how exposed his own map is to the adversary."""
-        weights = self._weights_view()
+        weights = self._weights_floats()
         return float(sum(weights[i] for i in self._exposed))
 
     def hesitation(self) -> float:
@@ -1356,7 +1524,7 @@ class BayesBelief:
         times that model's posterior weight (nothing to hide from other adversaries)."""
         if not self._rule_hesitate:
             return 0.0
-        weights = self._weights_view()
+        weights = self._weights_floats()
         return float(sum(h * weights[i] for i, h in self._rule_hesitate))
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
@@ -1371,17 +1539,21 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        ties = _tie_order(self._n, turn)
-        top = float(own.max())
-        near = own >= top - 1e-9 * max(1.0, abs(top))
-        best = int(np.argmin(np.where(near, ties, np.inf)))
+        ranks = _tie_order(self._n, turn).tolist()
+        seen = own.tolist()
+        top = max(seen)
+        cut = top - 1e-9 * max(1.0, abs(top))
+        best, rank = 0, math.inf  # the lowest tie rank among the near-top (ranks distinct)
+        for i, value in enumerate(seen):
+            if value >= cut and ranks[i] < rank:
+                best, rank = i, ranks[i]
         if turns_left <= k or turns_left <= attacks:
             out[best] = 1.0
             return out
         thresholds = rule.rule or RULE_THRESHOLDS
         spare = attacks - k
         threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
-        m = float(own[best])
+        m = seen[best]
         if rule.spread > 0.0:
             p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
         else:
@@ -1405,7 +1577,15 @@ class BayesBelief:
         out: FloatArray = w / w.sum()
         out.setflags(write=False)
         self._weights = (key, out)
+        self._weights_list = None
         return out
+
+    def _weights_floats(self) -> list[float]:
+        """`model_weights()` as Python floats (the same doubles), cached with it."""
+        weights = self._weights_view()
+        if self._weights_list is None:
+            self._weights_list = weights.tolist()
+        return self._weights_list
 
     def _arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         if self._cache is None:
@@ -1413,9 +1593,9 @@ class BayesBelief:
             mf = self._filters.marginal()
             decoys = (1.0 - mf) * self._filters.c
             m = pi @ mf
-            q = m + pi @ decoys
             decoy = pi @ decoys
-            self._cache = (np.clip(m, 0.0, 1.0), np.clip(q, 0.0, 1.0), decoy)
+            q = m + decoy
+            self._cache = (m.clip(0.0, 1.0), q.clip(0.0, 1.0), decoy)
         return self._cache
 
     def model_marginals(self) -> FloatArray:
@@ -1457,10 +1637,22 @@ class BayesBelief:
         P(positive | Horcrux) = d, P(positive | none) = g_j = c_j d + (1 - c_j) f.
         """
         m, _, decoy = self._arrays()
-        c = np.where(m < 1.0, decoy / np.maximum(1.0 - m, 1e-300), 0.0)
-        g = c * sensor.d + (1.0 - c) * sensor.f
-        out: FloatArray = (
-            _h2(m * sensor.d + (1.0 - m) * g) - m * binary_entropy(sensor.d) - (1.0 - m) * _h2(g)
+        # in Python floats (the same operations as numpy's elementwise ones, in the same
+        # order: the same doubles), with one numpy call for every logarithm
+        d, f = sensor.d, sensor.f
+        ms = m.tolist()
+        g = []
+        p = []
+        for mj, dj in zip(ms, decoy.tolist(), strict=True):
+            cj = dj / max(1.0 - mj, 1e-300) if mj < 1.0 else 0.0
+            gj = cj * d + (1.0 - cj) * f
+            g.append(gj)
+            p.append(mj * d + (1.0 - mj) * gj)
+        h = _h2_floats(p + g)
+        n = len(ms)
+        hd = binary_entropy(d)
+        out: FloatArray = np.array(
+            [h[j] - mj * hd - (1.0 - mj) * h[n + j] for j, mj in enumerate(ms)]
         )
         return out
 

@@ -1,8 +1,9 @@
 """The named baseline every memory layer must beat: `counter`, a ten-line tally.
 
-It counts the end-of-game events ECHO extracts for its three adversary rates (games with
-a relocation, relocations that came at once after Harry's positive, decoys planted where
-the filter's planting rule expects) over every game so far, and hands the planner the
+It counts the end-of-game events ECHO extracted for the old hierarchy's three adversary
+rates (games with a relocation, relocations that came at once after Harry's positive,
+decoys planted where the filter's planting rule expects; not the later `plant_blind`)
+over every game so far, and hands the planner the
 same three rates through the same mapping as the memory (`use.rate_models`). No
 beliefs, style, decay, recall, corrections: what the hierarchy adds over this
 is what `horcrux season` measures (its `counter` arm)."""

@@ -2,10 +2,12 @@
 
 * `learned_rates`: per adversary subject, the rate the active belief states (an
   evidence belief, or an operator's correction belief), else None.
-* `rate_models`: three rates as the two `AdversaryModel`s of the learned opponent: a
+* `rate_models`: the rates as the `AdversaryModel`s of the learned opponent: a
   `trigger` model (prior max(0.1, P(relocates) x P(at once)), plant = P(decoy where the
   planting rule expects)) and a `static` one for the rest (its plant rate discounted by
-  the share of late relocations). `adversary_models(memory)` is that on the memory's
+  the share of late relocations), of whose prior a share `plant_blind` goes to a `greedy`
+  one (never moves, plants at the top-evidence location whenever it can) once that rate
+  is known and above 0. `adversary_models(memory)` is that on the memory's
   rates (None: nothing learned). The `counter` baseline feeds its rates to the same
   mapping.
 * `memory_plan`: what one game's planner plays with (`PlannerHarry.adopt_memory`): the

@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +133,10 @@ class ServeProcess:
         env: Mapping[str, str] | None = None,
         own_dynamodb: bool = True,
         startup_s: float = STARTUP_S,
+        unset: Iterable[str] = (),
     ) -> None:
-        unset = ["AWS_PROFILE"]
+        """`env` is added to this process's environment and `unset` removed from it."""
+        unset = ["AWS_PROFILE", *unset]
         if own_dynamodb:  # never a real endpoint: the server starts its moto process
             unset += ["AWS_ENDPOINT_URL_DYNAMODB", "HORCRUX_DYNAMODB_ENDPOINT"]
         command = [sys.executable, "-m", "horcrux.cli", "serve", "--port", "0", "--quiet"]
