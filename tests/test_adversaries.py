@@ -15,12 +15,12 @@ from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_harry_view
 from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
-from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief, race_attack
 from horcrux.errors import UnknownBrain
-from horcrux.models import Attack, HarryRecord, Observation, Relocate, Search
+from horcrux.models import Attack, HarryRecord, Observation, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC, RuleSet, Sensor
 from horcrux.sim import play_game
-from horcrux.views import harry_view, voldemort_view
+from horcrux.views import HarryView, harry_view, voldemort_view
 
 MODES_AWARE = MODES["aware"]
 
@@ -342,3 +342,152 @@ def test_learned_models_join_the_aware_mixture_without_replacing_it() -> None:
     np.testing.assert_allclose(maps["naive"], mixture.marginals(), atol=1e-9)
     again = PlannerHarry.restore(CLASSIC, brain.snapshot())
     assert again.belief.models == brain.belief.models
+
+
+# ---------------------------------------------------------------- exact models, the race
+def test_race_attack_is_the_threshold_rule_unexposed_and_a_mixed_strategy_exposed() -> None:
+    m = np.array([1.0, 0.5, 0.0])
+    # rho = 0: the deterministic rule (attack the top iff it reaches the cost)
+    np.testing.assert_array_equal(race_attack(m, 0.5, 0.0, False), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(race_attack(m, 1.1, 0.0, False), [0.0, 0.0, 0.0])
+    # rho = 1: pi_j = (m_j - cost) / (2 rho m_j) = 0.5 / 2 at the top, 0 at 0.5
+    np.testing.assert_allclose(race_attack(m, 0.5, 1.0, False), [0.25, 0.0, 0.0])
+    # two sure locations, cost 0.1, rho 0.4: (1 - 0.1) / 0.8 > 1 each, so the sum binds
+    # at mu = 0.5: (1 - 0.1 - 0.5) / 0.8 = 1/2 each
+    two = np.array([1.0, 1.0, 0.0])
+    np.testing.assert_allclose(race_attack(two, 0.1, 0.4, False), [0.5, 0.5, 0.0], atol=1e-9)
+    # forced (the endgame): cost 0 and the whole turn is an attack. rho = 1: 1/2 each
+    # wherever anything may be (attacking the top surely is surely predicted); rho = 1/2:
+    # pi_j = 1 - mu / m_j, mu = 1 / (1/0.9 + 1/0.3) = 0.225: 0.75 and 0.25
+    near = np.array([0.9, 0.3, 0.0])
+    np.testing.assert_allclose(race_attack(near, 0.5, 1.0, True), [0.5, 0.5, 0.0], atol=1e-9)
+    np.testing.assert_allclose(race_attack(near, 0.5, 0.5, True), [0.75, 0.25, 0.0], atol=1e-9)
+
+
+def _race_belief() -> tuple[BayesBelief, AdversaryModel]:
+    model = AdversaryModel(
+        "rule",
+        "belief",
+        reads="rule",
+        rule=(0.5,),
+        spread=0.1,
+        hesitate=0.5,
+        destination="low",
+        race=0.01,
+    )
+    return BayesBelief(TINY, "custom", models=(model,)), model
+
+
+def test_the_race_plan_is_what_the_rule_model_moves_and_what_harry_draws() -> None:
+    # one model, exposure 1 with a charge left: after a positive at a, m_a = 4/7 and the
+    # race attacks a with pi = (4/7 - 0.5) / (2 x 4/7) = 1/16; the copy draws the same,
+    # so the Horcrux at a moves with probability 1/16 to b, c, d (tied lowest)
+    belief, _ = _race_belief()
+    belief.update(_search(1, "a", "positive"))
+    plan_ = belief.race_plan()
+    assert plan_ is not None
+    np.testing.assert_allclose(plan_, [1 / 16, 0.0, 0.0, 0.0])
+    moved = (4 / 7) / 16
+    np.testing.assert_allclose(
+        belief.marginals(), [4 / 7 - moved, 1 / 7 + moved / 3, 1 / 7 + moved / 3, 1 / 7 + moved / 3]
+    )
+    view = HarryView(
+        rules=TINY,
+        turn=2,
+        phase="harry",
+        attacks_left=5,
+        horcruxes_destroyed=0,
+        horcruxes_left=1,
+        allies={},
+        history=(),
+    )
+
+    class Draw(random.Random):
+        def __init__(self, u: float) -> None:
+            super().__init__(0)
+            self.u = u
+
+        def random(self) -> float:
+            return self.u
+
+    assert isinstance(plan(belief, view, PlannerParams(), Draw(0.06)).move, Attack)
+    assert isinstance(plan(belief, view, PlannerParams(), Draw(0.07)).move, Search)
+    # without the race the threshold rule attacks at 0.54 >= 0.5 whatever the draw
+    assert isinstance(plan(belief, view, PlannerParams(race=False), Draw(0.99)).move, Attack)
+
+
+def test_the_race_plan_survives_a_snapshot() -> None:
+    belief, _ = _race_belief()
+    belief.update(_search(1, "a", "positive"))
+    again = BayesBelief.restore(TINY, belief.snapshot())
+    assert again.models == belief.models
+    plan_, replayed = belief.race_plan(), again.race_plan()
+    assert plan_ is not None and replayed is not None
+    np.testing.assert_array_equal(plan_, replayed)
+
+
+def test_an_exact_model_moves_to_the_very_lowest_location() -> None:
+    # after b-, c+, c+, c+ the map is [0.0151, 0.0038, 0.966, 0.0151]: c crosses 0.95 and
+    # its Horcrux moves to the lowest free location. b is lowest by 0.011 < LOW_BAND: the
+    # banded model spreads the move over a, b and d, the exact one sends it to b
+    seq = [("b", "negative"), ("c", "positive"), ("c", "positive"), ("c", "positive")]
+    out = {}
+    for exact in (False, True):
+        model = AdversaryModel(
+            "b", "belief", threshold=0.95, destination="low", plant=0.0, exact=exact
+        )
+        belief = BayesBelief(TINY, "custom", models=(model,))
+        for turn, (loc, outcome) in enumerate(seq, 1):
+            before = belief.marginals().copy()
+            belief.update(_search(turn, loc, outcome))
+        out[exact] = (before, belief.marginals().copy())
+    before, after = out[True]
+    assert float(before.max()) < 0.95  # nothing moved before the last turn
+    np.testing.assert_allclose(after[[0, 3]], [0.0151, 0.0151], atol=1e-4)
+    assert after[2] == pytest.approx(0.0) and after[1] == pytest.approx(1.0 - 2 * after[0])
+    banded = out[False][1]
+    assert banded[0] > 0.3 and banded[3] > 0.3 and banded[1] > 0.3
+
+
+def test_an_exact_model_predicts_mirrors_decoy_where_a_band_cannot() -> None:
+    """Turn 1 of a real game against `mirror`: the copy plants at the top free location of
+    Harry's exact map. The exact `rule` model puts that decoy at that one location; the
+    banded one spreads it over the locations within TOP_BAND of the top."""
+    result = play_game(CLASSIC, 3, "planner", "mirror", keep_events=True)
+    assert result.events is not None
+    from horcrux.models import VoldemortMoved
+
+    first = _records(result.events)[0]
+    planted = next(e for e in result.events if isinstance(e, VoldemortMoved))
+    assert isinstance(planted.action, PlantDecoy)
+    j = CLASSIC.locations.index(planted.action.location)
+    chance = {}
+    for mode in ("aware-exact", "aware"):
+        belief = BayesBelief(CLASSIC, mode)
+        belief.update(first)
+        rule = [m.reads for m in belief.models].index("rule")
+        c = belief._filters.c[rule]
+        chance[mode] = (float(c[j]), int(np.argmax(c)))
+    assert chance["aware-exact"][1] == j and chance["aware-exact"][0] > 0.5
+    assert chance["aware"][0] < 0.5
+
+
+def test_model_information_is_where_the_models_disagree() -> None:
+    # two static models on TINY, one sure of a decoy at d (c = 1), one of none: a search
+    # at d is positive with d = 0.8 or f = 0.2, and the information about which model is
+    # right is h2(0.5) - (h2(0.8) + h2(0.2)) / 2; elsewhere both agree: 0
+    rules = TINY.model_copy(update={"decoys": 1})
+    a = AdversaryModel("a", "static", prior=0.5)
+    b = AdversaryModel("b", "static", prior=0.5)
+    belief = BayesBelief(rules, "custom", models=(a, b))
+    belief._filters.c[0, 3] = 1.0
+    belief._filters.w[:, :, 3] = 0.0  # no Horcrux at d in either model
+    belief._filters.w /= belief._filters.w.sum(axis=(0, 2))[None, :, None]
+    belief._filters._marginal = None
+    info = belief.model_information(rules.sensor)
+
+    def h2(p: float) -> float:
+        return -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+
+    assert info[3] == pytest.approx(h2(0.5) - (h2(0.8) + h2(0.2)) / 2)
+    np.testing.assert_allclose(info[:3], 0.0, atol=1e-12)

@@ -107,6 +107,11 @@ class PlannerParams:
     forced_near: float = 0.0  # the same for the forced attacks (the endgame), always
     attack_near: float = 0.0  # attack one of the locations within this much of the top
     # occupancy, drawn in proportion to it from the private stream (0: the top one)
+    model_info: float = 0.0  # a search's score adds this times what it tells about
+    # which adversary model is right (`BayesBelief.model_information`)
+    race: bool = True  # when the belief's `rule` model plays the one-turn race
+    # (`BayesBelief.race_plan`, the `aware-race` models), attack as that plan says: the
+    # adversary model then predicts Harry's mixed strategy exactly
 
     def threshold(self, spare: int) -> float:
         return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
@@ -359,6 +364,21 @@ def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: flo
     return (1.0 - total) * threshold + total * min(threshold, level / total - margin)
 
 
+def _race_pick(race: FloatArray, rng: random.Random | None) -> int | None:
+    """The location the race plan attacks, drawn from Harry's private stream (without
+    one: its likeliest attack if that is at least 1/2), or None: search this turn."""
+    if rng is None:
+        top = int(np.argmax(race))
+        return top if float(race[top]) >= 0.5 else None
+    u = rng.random()
+    acc = 0.0
+    for j in np.flatnonzero(race > 0.0).tolist():
+        acc += float(race[j])
+        if u < acc:
+            return int(j)
+    return None
+
+
 def plan(
     belief: BayesBelief,
     view: HarryView,
@@ -381,6 +401,11 @@ def plan(
     )
     best = _argmax(m, ties)
     spare = view.attacks_left - k
+    race = belief.race_plan() if params.race and view.attacks_left > 0 else None
+    if race is not None:
+        target = _race_pick(race, rng)
+        if target is not None:
+            return Choice(Attack(location=locs[target]), "race", float(m[target]))
     if params.exposed:
         jitter, near, near_attack, hesitate = _exposed_knobs(belief, params)
     else:
@@ -406,7 +431,7 @@ def plan(
             best = close[min(len(close) - 1, bisect.bisect_left(running, pick))]
     if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
-    ready = view.attacks_left > 0 and float(m[best]) >= threshold
+    ready = race is None and view.attacks_left > 0 and float(m[best]) >= threshold
     kind = "attack"
     if not ready and view.attacks_left > 0 and float(m[best]) >= params.cap_floor:
         after = belief.preview(locs[best], True)
@@ -415,7 +440,8 @@ def plan(
     if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
     if (
-        view.attacks_left > 0
+        race is None
+        and view.attacks_left > 0
         and spare >= params.probe_spare
         and view.turn >= params.probe_after
         and float(m[best]) >= params.probe_min
@@ -427,6 +453,8 @@ def plan(
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
+    if params.model_info > 0.0:
+        info = info + params.model_info * belief.model_information(rules.sensor)
     j = _argmax(info, ties)
     if near > 0.0 and rng is not None:
         rated = info.tolist()
@@ -476,6 +504,9 @@ MODE_PARAMS: dict[str, PlannerParams] = {
     "aware-probe": replace(
         RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
     ),
+    "aware-exact": RANDOMISED,
+    "aware-race": RANDOMISED,
+    "aware-models": replace(RANDOMISED, model_info=1.0),
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,

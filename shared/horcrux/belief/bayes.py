@@ -62,7 +62,7 @@ import random
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from itertools import combinations
 from typing import Any, Literal
@@ -117,6 +117,11 @@ class AdversaryModel:
     hesitate: float = 0.0
     level0: bool = True  # part of the `naive` map (the level-0 Harry's models); `belief`
     # models never are
+    race: float = 0.0  # `rule` models: Harry plays the one-turn race (`race_attack`) once
+    # the exposure rho (`BayesBelief.race_exposure`) is at least this (0: never)
+    exact: bool = False  # `belief` decoys of a copy of Harry's code: at the free location
+    # his exact next map (after every model's move) rates highest, ties in board order
+    # (no TOP_BAND grouping: the copy holds the same floats)
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -186,7 +191,51 @@ RULE_HESITATE = 0.5
 """The planner's hesitation before a threshold attack, at full weight of `rule` models."""
 
 
-def rule_model(prior: float) -> AdversaryModel:
+def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:
+    """P(Harry attacks j next turn) in the one-turn race against an adversary who draws
+    Harry's own mixed strategy from his own stream and moves what it draws (docs/MEMORY.md).
+
+    Attacking j with probability pi_j destroys a Horcrux with probability
+    m_j (1 - rho pi_j) (rho: P(the adversary copies him and has a charge left)) and costs
+    an attack, worth `cost` (the threshold for the spare attacks left). Maximising
+    sum_j pi_j (m_j (1 - rho pi_j) - cost) over sum_j pi_j <= 1 gives
+    pi_j = max(0, m_j - cost - mu) / (2 rho m_j), mu >= 0 the least making the sum at most 1
+    (a forced attack: cost 0 and the sum exactly 1). rho = 0 is the deterministic rule."""
+    m = np.clip(own, 0.0, 1.0)
+    out: FloatArray = np.zeros(len(m))
+    if rho <= 1e-9:
+        top = int(np.argmax(m))
+        if forced or m[top] >= cost:
+            out[top] = 1.0
+        return out
+    c = 0.0 if forced else cost
+    live = m > 1e-12
+
+    def share(mu: float) -> FloatArray:
+        p: FloatArray = np.where(
+            live, np.clip((m - c - mu) / (2.0 * rho * np.maximum(m, 1e-12)), 0.0, 1.0), 0.0
+        )
+        return p
+
+    pi = share(0.0)
+    if float(pi.sum()) > 1.0:
+        lo, hi = 0.0, float(m.max())
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if float(share(mid).sum()) > 1.0:
+                lo = mid
+            else:
+                hi = mid
+        pi = share(hi)
+    total = float(pi.sum())
+    if forced and total > 0.0:
+        pi = pi / total
+    elif forced:
+        pi[int(np.argmax(m))] = 1.0
+    return pi
+
+
+def rule_model(prior: float, race: float = 0.0) -> AdversaryModel:
     """The adversary who runs Harry's own code on Harry's view (the `mirror` class): he
     moves the Horcrux that Harry's rule attacks next turn, with the probability that the
     rule, randomised from Harry's private stream, attacks it."""
@@ -203,6 +252,7 @@ def rule_model(prior: float) -> AdversaryModel:
         spread=RULE_JITTER,
         hesitate=RULE_HESITATE,
         prior=prior,
+        race=race,
     )
 
 
@@ -227,15 +277,33 @@ AWARE: tuple[AdversaryModel, ...] = (
 )
 """`mixture` plus the belief-reacting models, the `rule` model and `robust`'s early
 spender (relative prior weights: 6/7 for `mixture`'s three, 0.3 shared by the eight
-threshold models, 0.05 `rule`, 0.15 `early`)."""
+threshold models, 0.05 `rule`, 0.15 `early`), their decoys and destinations read in
+bands (`TOP_BAND`, `LOW_BAND`)."""
+AWARE_EXACT: tuple[AdversaryModel, ...] = tuple(
+    replace(m, exact=True) if m.motion == "belief" else m for m in AWARE
+)
+"""`AWARE` with every belief-reacting model `exact` (an adversary who reads Harry's map
+reads his very floats: decoys at its top free location, moves to its lowest, no bands).
+Opt-in (`aware-exact`): much stronger against `shadow`, not against `mirror`, and below
+the default against `reference` on the holdout seeds (docs/MEMORY.md)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
+MODES["aware-exact"] = AWARE_EXACT  # the same models, exact (opt-in)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
 MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
 MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
+RACE_FROM = 0.2
+"""The exposure (`BayesBelief.race_exposure`) from which a `race` Harry plays the race."""
+MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (ablation)
+    replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
+)
+MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
 """A `belief` decoy: the free locations within this much of Harry's top one are one group."""
+EXACT_BAND = 1e-9
+"""An `exact` model's `low` band (the one `shadow` and `mirror` use): a copy of Harry's
+code reads his very floats."""
 
 DEFAULT_MODE = "aware"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
@@ -471,6 +539,7 @@ class _BeliefPlan:
         self._targets: IntArray | None = None
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
+        self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
@@ -527,16 +596,33 @@ class _BeliefPlan:
         out: FloatArray = low / low.sum(axis=1, keepdims=True)
         return out
 
-    def dest(self, go: IntArray, destination: Destination, scatter: float) -> FloatArray:
+    def dest(
+        self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
+    ) -> FloatArray:
         """(len(go), n): where a moved Horcrux of each set go[i] goes: uniform over the
-        free locations, or `low` with a `scatter` share uniform."""
+        free locations, or `low` with a `scatter` share uniform (`band`: LOW_BAND, or an
+        exact model's EXACT_BAND, read by `_low`)."""
         tab = self.tab
         anywhere = tab.anywhere.take(go, axis=0)  # uniform over the free ones
         if destination != "low":
             return anywhere
-        out = self.low(go)
+        out = self.low(go) if band == LOW_BAND else self._low(go, band)
         if scatter > 0.0:
             out = (1.0 - scatter) * out + scatter * anywhere
+        return out
+
+    def _low(self, go: IntArray, band: float) -> FloatArray:
+        """`low` within `band` (one band per plan: EXACT_BAND) of each set's lowest free
+        location: an exact model's destinations."""
+        if self._exact_cols is None:
+            k = self.tab.k
+            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
+            self._exact_cols = np.flatnonzero(self.harry <= ceiling + band)
+        cols = self._exact_cols
+        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
+        low = others <= others.min(axis=1, keepdims=True) + band
+        out: FloatArray = np.zeros((len(go), self.tab.n))
+        out[:, cols] = low / low.sum(axis=1, keepdims=True)
         return out
 
 
@@ -769,6 +855,14 @@ class _Filters:
         The weights are read and written through flat positions (`take` / `put`: the
         same values as fancy indexing, at a fraction of its cost)."""
         tab = self.tab
+        if model.reads == "rule" and model.exact and "weights" in harry:
+            # a copy of Harry's code sends the Horcrux to the lowest free location of the
+            # map it holds: Harry's whole map after the other models' moves (its own move,
+            # the last, is left out: the fixed point is cut there)
+            full = np.clip(harry["weights"] @ self.marginal(), 0.0, 1.0)
+            plan = _BeliefPlan(tab, full)
+        if model.reads == "rule" and model.race > 0.0 and "race" in harry:
+            return self._move_race(i, model, plan, harry["attack"])
         n = tab.n
         rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
@@ -809,13 +903,46 @@ class _Filters:
         self._marginal = None
         if idx is None:
             idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
-        dest = plan.dest(go, model.destination, model.scatter)
+        band = EXACT_BAND if model.exact else LOW_BAND
+        dest = plan.dest(go, model.destination, model.scatter, band)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
         contrib = np.empty((rows, len(go), n))
         np.multiply(moved.T[:, :, None], dest, out=contrib)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=rows * n_sets)
         self.w[:-1, i] += incoming.reshape(rows, n_sets)
+        return total
+
+    def _move_race(
+        self, i: int, model: AdversaryModel, plan: _BeliefPlan, attack: FloatArray
+    ) -> float:
+        """A `rule` model against a Harry playing the race: the copy draws one location j
+        with P(attack j) = attack[j]; every set holding j moves that Horcrux (one charge)
+        to its destinations. The draws are exclusive, so all read the weights before."""
+        tab = self.tab
+        w = self.w
+        base = w[1:, i].copy()
+        n_sets = len(tab.sets)
+        total = 0.0
+        for j in np.flatnonzero(attack > 0.0).tolist():
+            go = tab.with_j[j]
+            moved = base[:, go] * (float(attack[j]) * model.trigger)
+            part = float(moved.sum())
+            if part <= 0.0:
+                continue
+            total += part
+            band = EXACT_BAND if model.exact else LOW_BAND
+            dest = plan.dest(go, model.destination, model.scatter, band)
+            w[1:, i][:, go] -= moved
+            contrib = moved[:, :, None] * dest[None, :, :]
+            offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
+            idx = (tab.swap[go, j][None, :, :] + offsets).reshape(-1)
+            incoming = np.bincount(
+                idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets
+            )
+            w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
+        if total > 0.0:
+            self._marginal = None
         return total
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
@@ -956,9 +1083,22 @@ class _Filters:
                 reads = "own" if reads == "rule" else reads
                 if placement == "belief":
                     assert harry is not None
-                    if reads not in rated:
-                        rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
-                    groups = rated[reads]
+                    if self.models[i].exact and "weights" in harry:
+                        # an exact model: near-ties not grouped; on Harry's whole next map
+                        # (after every model's move), or the level-0 map for `naive`
+                        key = "naive!" if reads == "naive" else "full!"
+                        if key not in rated:
+                            exact_map = (
+                                harry["naive"]
+                                if reads == "naive"
+                                else np.clip(harry["weights"] @ marginal, 0.0, 1.0)
+                            )
+                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+                        groups = rated[key]
+                    else:
+                        if reads not in rated:
+                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                        groups = rated[reads]
                     if not groups:
                         continue
                     scatter = self.models[i].scatter
@@ -1036,9 +1176,10 @@ def array_sum(values: list[float]) -> float:
     return total
 
 
-def _top_groups(seen: FloatArray, floor: float) -> list[list[int]]:
+def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[list[int]]:
     """The locations Harry's map rates above `floor`, best first (board order on ties),
-    in groups within TOP_BAND of each group's best: where a `belief` decoy goes."""
+    in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
+    a `belief` decoy goes."""
     above = np.flatnonzero(seen > floor)
     order = above[np.argsort(-seen[above], kind="stable")].tolist()
     values = seen[order].tolist()
@@ -1047,7 +1188,7 @@ def _top_groups(seen: FloatArray, floor: float) -> list[list[int]]:
     while start < len(order):
         head = values[start]
         stop = start
-        while stop < len(order) and values[stop] >= head - TOP_BAND:
+        while stop < len(order) and values[stop] >= head - band:
             stop += 1
         groups.append(order[start:stop])
         start = stop
@@ -1190,10 +1331,13 @@ class BayesBelief:
         self._any_plain = bool(self._plain.any())
         self._rule_hesitate = [(i, m.hesitate) for i, m in enumerate(models) if m.reads == "rule"]
         self._rule = next((m for m in models if m.reads == "rule"), None)
+        self._exact_plant = any(m.exact for m in models)
         self._exposed = [
             i for i, m in enumerate(models) if m.motion == "belief" and m.reads in ("own", "rule")
         ]
         self._turn = 0
+        self._next_turn = 1  # the turn a predictive step prepares (Harry's next decision)
+        self._attack_plan: tuple[int, FloatArray | None] | None = None  # (turn, race plan)
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
         self._weights_list: list[float] | None = None
@@ -1233,6 +1377,7 @@ class BayesBelief:
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self._index[obs.location])
         self._cache = None
+        self._next_turn = turn + 1
         self._filters.predict(positives, self._evidence, self._maps)
         self._ends.append(len(self._log))
         self._turns.append(turn)
@@ -1279,6 +1424,8 @@ class BayesBelief:
         trial._marginal = None
         trial.serial = next(_SERIALS)
         cache = self._cache
+        plan, next_turn = self._attack_plan, self._next_turn
+        self._next_turn = self._turn + 1
         j = self._index[location]
         try:
             self._filters = trial
@@ -1298,6 +1445,7 @@ class BayesBelief:
         finally:
             self._filters = saved
             self._cache = cache
+            self._attack_plan, self._next_turn = plan, next_turn
         return out
 
     def _maps(self) -> Maps | None:
@@ -1319,9 +1467,47 @@ class BayesBelief:
             naive = (pi @ marginal).clip(0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
+        if self._exact_plant:
+            maps["weights"] = weights
         if rule is not None:
-            maps["attack"] = self._rule_attack(rule, own)
+            race = self._race_attack(rule, own) if rule.race > 0.0 else None
+            if race is not None:
+                maps["attack"] = maps["race"] = race
+            else:
+                maps["attack"] = self._rule_attack(rule, own)
+            self._attack_plan = (self._next_turn, race)
         return maps
+
+    def race_exposure(self) -> float:
+        """rho: the posterior weight of the models that read Harry's own map (`exposure`),
+        each times its P(a relocation charge is left): the chance that an attack drawn
+        by a copy of Harry's rule is also a move."""
+        weights = self._weights_view()
+        w = self._filters.w
+        return float(sum(weights[i] * float(w[1:, i].sum()) for i in self._exposed))
+
+    def race_plan(self) -> FloatArray | None:
+        """P(Harry attacks j) this turn when he plays the race (the distribution the `rule`
+        model moved on, from his map before that move), else None."""
+        plan = self._attack_plan
+        if plan is None or plan[0] != self._turn + 1 or plan[1] is None:
+            return None
+        return plan[1]
+
+    def _race_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray | None:
+        """`race_attack` for the next turn on `own`, or None while rho < `rule.race`."""
+        k = self._filters.k
+        attacks = self.attacks_left()
+        if k == 0 or attacks <= 0:
+            return None
+        rho = self.race_exposure()
+        if rho < rule.race:
+            return None
+        turns_left = self.rules.max_turns - self._next_turn + 1
+        forced = turns_left <= k or turns_left <= attacks
+        thresholds = rule.rule or RULE_THRESHOLDS
+        cost = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
         """Harry's attacks left, from the attacks he has folded in."""
@@ -1470,6 +1656,18 @@ class BayesBelief:
         )
         return out
 
+    def model_information(self, sensor: Sensor) -> FloatArray:
+        """Mutual information (bits) between a search at j and which adversary model is
+        right: h2(sum_i w_i q_ij) - sum_i w_i h2(q_ij), q_ij = P(positive at j | model i).
+        High where the models disagree about j, e.g. a decoy only some of them predict."""
+        f = self._filters
+        mf = f.marginal()
+        respond = np.clip(mf + (1.0 - mf) * f.c, 0.0, 1.0)
+        q = respond * sensor.d + (1.0 - respond) * sensor.f
+        w = self._weights_view()
+        out: FloatArray = _h2(w @ q) - w @ _h2(q)
+        return np.maximum(out, 0.0)
+
     def reveal_information(self) -> FloatArray:
         """Entropy (bits) of Dumbledore's exact reveal at each location."""
         m, _, decoy = self._arrays()
@@ -1578,6 +1776,8 @@ class BayesBelief:
 
 
 __all__ = [
+    "AWARE",
+    "AWARE_EXACT",
     "DEFAULT_MODE",
     "HAZARD",
     "MODES",
@@ -1586,4 +1786,5 @@ __all__ = [
     "AdversaryModel",
     "BayesBelief",
     "binary_entropy",
+    "race_attack",
 ]
