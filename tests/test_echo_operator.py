@@ -232,3 +232,29 @@ def test_a_quarantined_item_can_be_restored(app: Any) -> None:
     status, body = call(resolver, "POST", path, query=Q, token=OPERATOR)
     assert status == 200 and held["id"] in [i["id"] for i in body["items"]]
     assert held["id"] not in [q["id"] for q in body["quarantine"]]
+
+
+def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_to_the_planner(
+    app: Any,
+) -> None:
+    from horcrux.echo.use import memory_plan
+
+    resolver, store = app
+    body = {
+        "agent": "planner",
+        "opponent": "reference",
+        "wrong": "decoys follow my positives",
+        "right": "decoys from turn 1",
+        "subject": "plant_blind",
+        "rate": 0.8,
+    }
+    status, answer = call(resolver, "POST", "/memory/corrections", body=body, token=OPERATOR)
+    assert status == 200, answer
+    memory = persist.load(store, "planner", "reference")[0]
+    assert memory is not None
+    belief = memory.active_beliefs()["plant_blind"]
+    assert belief.source == "correction" and belief.corrected_rate == 0.8
+    plan = memory_plan(memory)
+    assert plan is not None
+    greedy = {m.name: m for m in plan.models}["learned-greedy"]
+    assert greedy.placement == "greedy" and greedy.prior > 0
