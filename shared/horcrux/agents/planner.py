@@ -507,6 +507,7 @@ MODE_PARAMS: dict[str, PlannerParams] = {
     "aware-exact": RANDOMISED,
     "aware-race": RANDOMISED,
     "aware-models": replace(RANDOMISED, model_info=1.0),
+    "aware-lag": RANDOMISED,
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,

@@ -122,6 +122,9 @@ class AdversaryModel:
     exact: bool = False  # `belief` decoys of a copy of Harry's code: at the free location
     # his exact next map (after every model's move) rates highest, ties in board order
     # (no TOP_BAND grouping: the copy holds the same floats)
+    lag: int = 0  # `trigger` motion: 0 moves at once after the positive; L > 0 moves the
+    # Horcrux 1..L turns after it, the delay uniform (a positive at a location already
+    # waiting for its move starts no second wait)
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -297,6 +300,17 @@ MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (
     replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
 )
 MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
+LAGGED: tuple[AdversaryModel, ...] = (
+    AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
+    AdversaryModel(
+        "lagged@12", "trigger", trigger=1.0, plant=1.0, lag=12, prior=0.05, level0=False
+    ),
+)
+"""Adversaries who react to a positive late: the Horcrux moves 1..6 or 1..12 turns after
+it (the delay uniform), decoys as the reference plants them; outside the level-0 map.
+A move that comes some turns after a positive otherwise looks like one timed on Harry's
+growing confidence, and lends weight to the models that read his map (docs/MEMORY.md)."""
+MODES["aware-lag"] = AWARE + LAGGED  # the default's models and the lagged triggers (opt-in)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
@@ -664,9 +678,19 @@ class _Filters:
         self.log_evidence: FloatArray = np.zeros(count)
         self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
         self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
-        self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
+        self._trigger = [
+            (i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger" and m.lag == 0
+        ]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
+        # lagged triggers: (model, P(move | positive), L); `waits[i]`: location -> the turn
+        # of the positive its move waits on (replaced, never mutated: lookahead copies)
+        self._lagged = [
+            (i, m.trigger, m.lag)
+            for i, m in enumerate(models)
+            if m.motion == "trigger" and m.lag > 0 and m.trigger > 0.0
+        ]
+        self.waits: dict[int, dict[int, int]] = {i: {} for i, _, _ in self._lagged}
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
         self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
@@ -737,6 +761,8 @@ class _Filters:
 
     def attack(self, j: int, outcome: str) -> None:
         tab = self.tab
+        if self._lagged:  # nothing is left at j to wait for a move
+            self.waits = {i: {u: t for u, t in w.items() if u != j} for i, w in self.waits.items()}
         cj = self.c[:, j].copy()
         self.c[:, j] = 0.0
         if outcome == "destroyed":
@@ -771,41 +797,26 @@ class _Filters:
         positives: list[int],
         evidence: FloatArray,
         maps: Callable[[], Maps | None] | None = None,
+        turn: int | None = None,
     ) -> None:
         """Voldemort's move after Harry's turn, per model. `maps()` gives Harry's maps
         once the other models have moved (`own`: the mixture's marginals; `naive`: those
         of the models that do not react to his map): what the `belief` models' triggers,
-        destinations and decoys read."""
+        destinations and decoys read. `turn` (the turn just played) times the lagged
+        triggers' moves; without it they do not move."""
         harry: Maps | None = None
         tab = self.tab
         moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
         w = self.w
+        lagged = self._lagged_moves(positives, turn) if self._lagged else []
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
-            spread = 1.0 / (self.n - tab.k)
-            several = len(positives) > 1  # Ron: each Horcrux moves at most once a turn
             flat = w.view()
             flat.shape = (-1,)  # a view of the weights, never a copy
             for i, p in self._trigger if positives else ():
-                base = flat.copy() if several else flat  # the weights before any move
-                done: BoolArray | None = np.zeros(len(tab.sets), bool) if several else None
-                for j in positives:
-                    rows = tab.with_j[j]
-                    up_idx, down_idx = self._move_index(j, i)
-                    moved = np.take(base, up_idx).reshape(-1, len(rows))  # w[1:, i, rows]
-                    if p != 1.0:
-                        moved *= p
-                    if done is not None:
-                        moved *= ~done[rows]
-                        done[rows] = True
-                    moved_total[i] += float(moved.sum())
-                    src = tab.move_src[j]
-                    incoming = np.take(moved, src[0], axis=1)
-                    for q in range(1, tab.k):
-                        incoming += np.take(moved, src[q], axis=1)
-                    incoming *= spread
-                    flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
-                    flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
+                moved_total[i] += self._move_trigger(flat, i, [(j, p) for j in positives])
+            for i, moves in lagged:
+                moved_total[i] += self._move_trigger(flat, i, moves)
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
@@ -840,6 +851,57 @@ class _Filters:
             harry = maps()
         if self.used.shape[1] > 1 and self.p_plant.any():
             self._plant([1.0 - x for x in moved_total], evidence, harry)
+
+    def _move_trigger(self, flat: FloatArray, i: int, moves: list[tuple[int, float]]) -> float:
+        """Model i moves the Horcrux at each j of `moves` with its probability (one charge)
+        to a free location, uniformly; each Horcrux moves at most once a turn (Ron's two
+        positives). Returns P(a relocation)."""
+        tab = self.tab
+        spread = 1.0 / (self.n - tab.k)
+        several = len(moves) > 1
+        base = flat.copy() if several else flat  # the weights before any move
+        done: BoolArray | None = np.zeros(len(tab.sets), bool) if several else None
+        total = 0.0
+        for j, p in moves:
+            rows = tab.with_j[j]
+            up_idx, down_idx = self._move_index(j, i)
+            moved = np.take(base, up_idx).reshape(-1, len(rows))  # w[1:, i, rows]
+            if p != 1.0:
+                moved *= p
+            if done is not None:
+                moved *= ~done[rows]
+                done[rows] = True
+            total += float(moved.sum())
+            src = tab.move_src[j]
+            incoming = np.take(moved, src[0], axis=1)
+            for q in range(1, tab.k):
+                incoming += np.take(moved, src[q], axis=1)
+            incoming *= spread
+            flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
+            flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
+        return total
+
+    def _lagged_moves(
+        self, positives: list[int], turn: int | None
+    ) -> list[tuple[int, list[tuple[int, float]]]]:
+        """Per lagged trigger, this turn's moves: (location, probability). A positive at
+        a location not already waiting starts a wait; at a lag of a = 1..L turns the
+        Horcrux still there moves with the uniform delay's hazard 1 / (L - a + 1), times
+        the model's trigger. A wait ends after L turns or when its location is attacked."""
+        if turn is None:
+            return []
+        out: list[tuple[int, list[tuple[int, float]]]] = []
+        waits: dict[int, dict[int, int]] = {}
+        for i, p, lag in self._lagged:
+            live = {j: t for j, t in self.waits[i].items() if turn - t <= lag}
+            for j in positives:
+                live.setdefault(j, turn)
+            waits[i] = live
+            moves = [(j, p / (lag - (turn - t) + 1)) for j, t in sorted(live.items()) if turn > t]
+            if moves:
+                out.append((i, moves))
+        self.waits = waits
+        return out
 
     def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
         """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
@@ -1378,7 +1440,7 @@ class BayesBelief:
                 positives.append(self._index[obs.location])
         self._cache = None
         self._next_turn = turn + 1
-        self._filters.predict(positives, self._evidence, self._maps)
+        self._filters.predict(positives, self._evidence, self._maps, turn)
         self._ends.append(len(self._log))
         self._turns.append(turn)
         self._turn = turn
@@ -1439,7 +1501,7 @@ class BayesBelief:
                 / (1.0 - (sensor or self.rules.sensor).f)
             )
             self._cache = None
-            trial.predict([j] if positive else [], evidence, self._maps)
+            trial.predict([j] if positive else [], evidence, self._maps, self._turn + 1)
             self._cache = None
             out = self.marginals().copy()
         finally:
