@@ -262,3 +262,55 @@ def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
     assert learned.prior < 0.1  # P(at once) = 0: the learned trigger model at its floor
     with pytest.raises(ValueError, match="needs a correction"):
         Arm(CORRECTED, "late", default_config())
+
+
+# ---------------------------------------------------------------- a copy of Harry's brain
+def _played_maps(voldemort: str, plan: MemoryPlan | None, turns: int) -> tuple[list, list]:
+    """Harry's map and the copy's after each of Voldemort's first `turns` turns."""
+    from horcrux import rng
+    from horcrux.echo.season import brains
+    from horcrux.views import voldemort_view
+
+    harry, vold = brains(CLASSIC, voldemort, plan)
+    state, _ = engine.new_game(CLASSIC, 7)
+    mine, copy = [], []
+    while not state.over and state.turn <= turns:
+        if state.phase == "harry":
+            move = harry.decide(harry_view(state), rng.stream(7, "harry", state.turn))
+            state, _ = engine.apply(state, move)
+        else:
+            vmove = vold.decide(voldemort_view(state), rng.stream(7, "voldemort", state.turn))
+            harry.sync(harry_view(state))  # Harry folds the turn in as the copy did
+            mine.append(harry.belief.marginals().tolist())
+            copy.append(vold.copy.belief.marginals().tolist())
+            state, _ = engine.apply(state, vmove)
+    return mine, copy
+
+
+@pytest.mark.parametrize("voldemort", ["mirror", "ambush"])
+def test_a_copy_of_harrys_brain_in_a_season_holds_his_memory_too(voldemort: str) -> None:
+    """The memory comes from past games Voldemort saw whole: his copy plays Harry's
+    plan, and holds Harry's very map; a copy without it holds another one."""
+    from horcrux.belief.bayes import MODES
+
+    learned = rate_models({"relocates": 0.9, "immediate": 0.2, "plant_top": 0.8})
+    plan = MemoryPlan(models=joined_models(learned), params={"jitter": 0.25})
+    from horcrux.echo.season import brains
+
+    harry, vold = brains(CLASSIC, voldemort, plan)
+    assert vold.copy.belief.models == harry.belief.models == plan.models
+    assert vold.copy.params == harry.params and harry.params.jitter == 0.25
+    assert plan.models != MODES["aware"]
+    mine, copy = _played_maps(voldemort, plan, 12)
+    assert len(mine) >= 10 and mine == copy  # bit for bit, every turn
+    bare_mine, bare_copy = _played_maps(voldemort, None, 12)
+    assert bare_mine == bare_copy  # no memory: the default brain on both sides
+    assert mine != bare_mine  # the plan changed the map the copy reads
+
+
+def test_a_voldemort_without_a_copy_plays_a_season_game_with_a_plan() -> None:
+    from horcrux.echo.season import brains
+
+    plan = MemoryPlan(models=joined_models(rate_models({"relocates": 0.5})), params={})
+    harry, vold = brains(CLASSIC, "reference", plan)
+    assert harry.belief.models == plan.models and not hasattr(vold, "copy")

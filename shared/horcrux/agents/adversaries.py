@@ -31,6 +31,7 @@ the game's RNG only. Registered on `VOLDEMORT_BRAINS` when `horcrux.agents` is i
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from horcrux.agents.base import (
     DEFAULT_HARRY,
@@ -40,7 +41,7 @@ from horcrux.agents.base import (
     VoldemortMove,
 )
 from horcrux.agents.voldemort import public_evidence
-from horcrux.belief.bayes import BayesBelief
+from horcrux.belief.bayes import AdversaryModel, BayesBelief
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, Pass, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
@@ -166,6 +167,17 @@ class MirrorVoldemort:
         if harry is not None:
             self.name = f"{type(self).name}:{harry}"
         self.predicted: list[tuple[int, str | None]] = []  # (turn, location it attacks)
+
+    def adopt_memory(
+        self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
+    ) -> None:
+        """Give the copy what Harry's cross-game memory gave Harry this game
+        (`PlannerHarry.adopt_memory`): the memory is built from past games, which
+        Voldemort saw whole, by code he has read, so a copy of Harry's brain holds it too.
+        A copy that is no planner keeps its own brain."""
+        adopt = getattr(self.copy, "adopt_memory", None)
+        if callable(adopt):
+            adopt(models, params)
 
     def _copy_rng(self, rng: random.Random) -> random.Random:
         """The copy's own random stream: seeded once from Voldemort's, never Harry's."""

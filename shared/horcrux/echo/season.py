@@ -15,7 +15,11 @@ Arms (`ARMS`):
 * `corrected`: full memory that starts from an operator's correction (`correction`, a
   subject and a rate, added before the first game): what a correction adds.
 
-`switch` changes the opponent's style at game `switch_at` (the adaptation measure)."""
+`switch` changes the opponent's style at game `switch_at` (the adaptation measure).
+
+A Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`) gets each game's plan
+for his copy as well (`brains`): otherwise memory would beat him by making Harry a brain
+he has not read (measured in docs/ECHO.md)."""
 
 from __future__ import annotations
 
@@ -72,14 +76,25 @@ class Played:
     """The game's Bayes factors per model unit (what the style consolidates)."""
 
 
+def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[PlannerHarry, Any]:
+    """One game's brains: the planner with the memory's plan (if any), and Voldemort. A
+    Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`) gets the plan for his
+    copy too: the memory comes from past games he saw whole, by code he has read."""
+    harry = PlannerHarry(rules)
+    vold = VOLDEMORT_BRAINS.create(voldemort, rules)
+    if plan is not None:
+        harry.adopt_memory(plan.models, plan.params)
+        adopt = getattr(vold, "adopt_memory", None)
+        if callable(adopt):
+            adopt(plan.models, plan.params)
+    return harry, vold
+
+
 def play(
     rules: RuleSet, seed: int, voldemort: str, plan: MemoryPlan | None, game_id: str
 ) -> Played:
     """One game of the planner (with the memory's plan, if any)."""
-    harry = PlannerHarry(rules)
-    if plan is not None:
-        harry.adopt_memory(plan.models, plan.params)
-    vold = VOLDEMORT_BRAINS.create(voldemort, rules)
+    harry, vold = brains(rules, voldemort, plan)
     state, started = engine.new_game(rules, seed)
     events: Events = [started]
     history: list[BeliefPoint] = []
