@@ -86,6 +86,12 @@ BoolArray = NDArray[np.bool_]
 _TINY = 1e-300
 _SERIALS = itertools.count()
 _EVIDENCE_FLOOR = 1e-12
+# The ufuncs behind `a.clip(lo, hi)`, `a.sum(axis)` and `a.max()` (numpy's methods call
+# them through a Python wrapper, whose overhead is a fair share of a call at these sizes):
+# the same operation, the same doubles.
+_CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
+_SUM = np.add.reduce
+_MAX = np.maximum.reduce
 
 
 @dataclass(frozen=True)
@@ -533,7 +539,7 @@ class _BeliefPlan:
         self.tab = tab
         self.harry = harry
         if peak is None:
-            peak = float(harry.max())
+            peak = float(_MAX(harry, None))
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._targets: IntArray | None = None
@@ -593,7 +599,7 @@ class _BeliefPlan:
             # per set, p: the first of the k+1 lowest it lacks (the first False)
             self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
         low = self._band.take(self._first.take(go), axis=0) * tab.free.take(go, axis=0)
-        out: FloatArray = low / low.sum(axis=1, keepdims=True)
+        out: FloatArray = low / _SUM(low, 1, keepdims=True)
         return out
 
     def dest(
@@ -702,7 +708,7 @@ class _Filters:
 
     def totals(self) -> FloatArray:
         """(models,): each model's total weight."""
-        out: FloatArray = (self.w @ self.tab.ones).sum(axis=0)
+        out: FloatArray = _SUM(self.w @ self.tab.ones, 0)
         return out
 
     def _normalise(self, total: FloatArray) -> None:
@@ -721,7 +727,7 @@ class _Filters:
     def marginal(self) -> FloatArray:
         """(models, n): each model's P(real Horcrux at i)."""
         if self._marginal is None:
-            self._marginal = self.w.sum(axis=0) @ self.tab.memberf
+            self._marginal = _SUM(self.w, 0) @ self.tab.memberf
         return self._marginal
 
     # ------------------------------------------------------------ observations
@@ -798,7 +804,7 @@ class _Filters:
                     if done is not None:
                         moved *= ~done[rows]
                         done[rows] = True
-                    moved_total[i] += float(moved.sum())
+                    moved_total[i] += float(_SUM(moved, None))
                     src = tab.move_src[j]
                     incoming = np.take(moved, src[0], axis=1)
                     for q in range(1, tab.k):
@@ -812,7 +818,7 @@ class _Filters:
                 block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
                 moved3 = block[1:] * self._hazard_rate[None, :, None]
                 for h, total in zip(
-                    self._hazard_list, moved3.sum(axis=(0, 2)).tolist(), strict=True
+                    self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True
                 ):
                     moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
@@ -829,7 +835,7 @@ class _Filters:
                 for i, model, key, floor in self._belief_floor:
                     if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
-                            peak[key] = float(harry[key].max())
+                            peak[key] = float(_MAX(harry[key], None))
                         if peak[key] < floor:
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
@@ -859,7 +865,7 @@ class _Filters:
             # a copy of Harry's code sends the Horcrux to the lowest free location of the
             # map it holds: Harry's whole map after the other models' moves (its own move,
             # the last, is left out: the fixed point is cut there)
-            full = np.clip(harry["weights"] @ self.marginal(), 0.0, 1.0)
+            full = _CLIP(harry["weights"] @ self.marginal(), 0.0, 1.0)
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             return self._move_race(i, model, plan, harry["attack"])
@@ -881,7 +887,7 @@ class _Filters:
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
-                fire = ((top - lo) / (2.0 * model.spread)).clip(0.0, 1.0)
+                fire = _CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
             else:
                 fire = (top >= model.threshold).astype(np.float64)
             if model.trigger != 1.0:
@@ -897,7 +903,7 @@ class _Filters:
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
         before = flat.take(pos)
         moved = before * fire_go
-        total = float(moved.sum())
+        total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
             return 0.0
         self._marginal = None
@@ -1035,7 +1041,7 @@ class _Filters:
         index = [i for i, _ in jobs]
         c_rows = np.array([rows[i] for i in index])
         free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
-        totals = free.sum(axis=1).tolist()
+        totals = _SUM(free, 1).tolist()
         raise_by = [
             min(1.0, share / total) if total > 0.0 else 0.0
             for (_, share), total in zip(jobs, totals, strict=True)
@@ -1091,7 +1097,7 @@ class _Filters:
                             exact_map = (
                                 harry["naive"]
                                 if reads == "naive"
-                                else np.clip(harry["weights"] @ marginal, 0.0, 1.0)
+                                else _CLIP(harry["weights"] @ marginal, 0.0, 1.0)
                             )
                             rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
                         groups = rated[key]
@@ -1459,12 +1465,12 @@ class BayesBelief:
         self._cache = None
         weights = self._weights_view()
         marginal = self._filters.marginal()
-        own: FloatArray = (weights @ marginal).clip(0.0, 1.0)  # `marginals()`, a new array
+        own: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)  # `marginals()`, a new array
         naive: FloatArray = own
         if self._any_plain:
             pi = np.where(self._plain, weights, 0.0)
-            pi /= max(float(pi.sum()), _TINY)
-            naive = (pi @ marginal).clip(0.0, 1.0)
+            pi /= max(float(_SUM(pi, None)), _TINY)
+            naive = _CLIP(pi @ marginal, 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
@@ -1572,9 +1578,9 @@ class BayesBelief:
         if self._weights is not None and self._weights[0] == key:
             return self._weights[1]
         logw = self._log_prior + self._filters.log_evidence
-        logw -= logw.max()
+        logw -= _MAX(logw, None)
         w = np.exp(logw)
-        out: FloatArray = w / w.sum()
+        out: FloatArray = w / _SUM(w, None)
         out.setflags(write=False)
         self._weights = (key, out)
         self._weights_list = None
@@ -1595,7 +1601,7 @@ class BayesBelief:
             m = pi @ mf
             decoy = pi @ decoys
             q = m + decoy
-            self._cache = (m.clip(0.0, 1.0), q.clip(0.0, 1.0), decoy)
+            self._cache = (_CLIP(m, 0.0, 1.0), _CLIP(q, 0.0, 1.0), decoy)
         return self._cache
 
     def model_marginals(self) -> FloatArray:
