@@ -527,6 +527,15 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+@lru_cache(maxsize=64)
+def _scattered(n: int, k: int, scatter: float) -> FloatArray:
+    """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
+    destination, per set."""
+    out: FloatArray = scatter * _tables(n, k).anywhere
+    out.setflags(write=False)
+    return out
+
+
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and the location holding
@@ -591,16 +600,17 @@ class _BeliefPlan:
         tab = self.tab
         if self._band is None or self._first is None:
             k = tab.k
-            lowest = np.argsort(self.harry, kind="stable")[: k + 1]
+            lowest = self.harry.argsort(kind="stable")[: k + 1]
             edge = self.harry.take(lowest) + LOW_BAND
             # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
             # products and row sums are exact, and 1.0 / count is the same double)
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # per set, p: the first of the k+1 lowest it lacks (the first False)
             self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
-        low = self._band.take(self._first.take(go), axis=0) * tab.free.take(go, axis=0)
-        out: FloatArray = low / _SUM(low, 1, keepdims=True)
-        return out
+        low = self._band.take(self._first.take(go), axis=0)
+        low *= tab.free.take(go, axis=0)
+        low /= _SUM(low, 1, keepdims=True)
+        return low
 
     def dest(
         self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
@@ -609,12 +619,12 @@ class _BeliefPlan:
         free locations, or `low` with a `scatter` share uniform (`band`: LOW_BAND, or an
         exact model's EXACT_BAND, read by `_low`)."""
         tab = self.tab
-        anywhere = tab.anywhere.take(go, axis=0)  # uniform over the free ones
         if destination != "low":
-            return anywhere
-        out = self.low(go) if band == LOW_BAND else self._low(go, band)
-        if scatter > 0.0:
-            out = (1.0 - scatter) * out + scatter * anywhere
+            return tab.anywhere.take(go, axis=0)  # uniform over the free ones
+        out = self.low(go) if band == LOW_BAND else self._low(go, band)  # a new array
+        if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, the same products and sum
+            out *= 1.0 - scatter
+            out += _scattered(tab.n, tab.k, scatter).take(go, axis=0)
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
@@ -681,6 +691,7 @@ class _Filters:
         self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
         self._hazard_list = [i for i, _ in self._hazard]
         self._hazard_rate: FloatArray = np.array([h for _, h in self._hazard], dtype=np.float64)
+        self._hazard_rate3 = self._hazard_rate[None, :, None]
         # per belief model: the map its plan reads and the lowest top occupancy that can
         # fire it (a Python float: most turns no model can fire, and that costs one compare)
         self._belief_floor = [
@@ -810,13 +821,17 @@ class _Filters:
                     for q in range(1, tab.k):
                         incoming += np.take(moved, src[q], axis=1)
                     incoming *= spread
-                    flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
-                    flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
+                    # w[1:, i, rows] -= moved; w[:-1, i, without_j] += incoming (`take` and
+                    # `put`: fancy indexing's operations, at a fraction of its cost)
+                    flat.put(up_idx, flat.take(up_idx) - moved.reshape(-1))
+                    flat.put(down_idx, flat.take(down_idx) + incoming.reshape(-1))
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
-                block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
-                moved3 = block[1:] * self._hazard_rate[None, :, None]
+                # one gather, one scatter back (the gather's memory order, indexed axis first,
+                # is the order the per-model sums below add in)
+                block: FloatArray = w[:, hi]
+                moved3 = block[1:] * self._hazard_rate3
                 for h, total in zip(
                     self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True
                 ):
@@ -1221,7 +1236,7 @@ def _h2(p: FloatArray) -> FloatArray:
 def _h2_floats(p: list[float]) -> list[float]:
     """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
     hi = 1.0 - 1e-12
-    q = [min(max(x, 1e-12), hi) for x in p]
+    q = [hi if hi < y else y for y in [1e-12 if 1e-12 > x else x for x in p]]  # min(max(x, lo), hi)
     logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
     n = len(q)
     return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
