@@ -1068,7 +1068,9 @@ class _Filters:
         self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
     ) -> None:
         # in Python floats: the same doubles as the array expressions
-        go_all = [p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move, strict=True)]
+        go_all = [  # p * max(0.0, x)
+            p * (x if x > 0.0 else 0.0) for p, x in zip(self._plant_rates, p_no_move, strict=True)
+        ]
         left_all = [1.0 - x for x in self.used[:, -1].tolist()]
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
@@ -1662,13 +1664,11 @@ class BayesBelief:
         # order: the same doubles), with one numpy call for every logarithm
         d, f = sensor.d, sensor.f
         ms = m.tolist()
-        g = []
-        p = []
-        for mj, dj in zip(ms, decoy.tolist(), strict=True):
-            cj = dj / max(1.0 - mj, 1e-300) if mj < 1.0 else 0.0
-            gj = cj * d + (1.0 - cj) * f
-            g.append(gj)
-            p.append(mj * d + (1.0 - mj) * gj)
+        # c_j = decoy_j / max(1 - m_j, 1e-300) where m_j < 1, else 0 (below 1, 1 - m_j is
+        # at least 2^-53: the max is 1 - m_j itself)
+        cs = [dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(ms, decoy.tolist())]
+        g = [cj * d + (1.0 - cj) * f for cj in cs]
+        p = [mj * d + (1.0 - mj) * gj for mj, gj in zip(ms, g)]
         h = _h2_floats(p + g)
         n = len(ms)
         hd = binary_entropy(d)
