@@ -92,6 +92,7 @@ _EVIDENCE_FLOOR = 1e-12
 _CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
 _SUM = np.add.reduce
 _MAX = np.maximum.reduce
+_ANY = np.logical_or.reduce
 
 
 @dataclass(frozen=True)
@@ -712,6 +713,9 @@ class _Filters:
         self._row_bases: dict[tuple[int, int], IntArray] = {}
         self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
+        # belief models with no weight left at r >= 1 (no charge left in any set): their
+        # moves move nothing until a restart (`_normalise`) gives them charges again
+        self._spent: set[int] = set()
 
     @property
     def k(self) -> int:
@@ -732,6 +736,7 @@ class _Filters:
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
                 self.w[-1, i] = 1.0 / self.w.shape[2]
+                self._spent.discard(int(i))
             total = np.where(dead, 1.0, total)
         self.w /= total[None, :, None]
 
@@ -900,6 +905,8 @@ class _Filters:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
                 return 0.0
+            if i in self._spent:  # no charge left: the move below would move nothing
+                return 0.0
             top = plan.top
             if model.spread > 0.0:
                 fire = _CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
@@ -920,6 +927,8 @@ class _Filters:
         moved = before * fire_go
         total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
+            if idx is None and not _ANY(self.w[1:, i], None):
+                self._spent.add(i)
             return 0.0
         self._marginal = None
         if idx is None:
@@ -1444,6 +1453,7 @@ class BayesBelief:
         trial.c = saved.c.copy()
         trial.used = saved.used.copy()
         trial.log_evidence = saved.log_evidence.copy()
+        trial._spent = set(saved._spent)
         trial._marginal = None
         trial.serial = next(_SERIALS)
         cache = self._cache
