@@ -552,7 +552,6 @@ class _BeliefPlan:
             peak = float(_MAX(harry, None))
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
-        self._targets: IntArray | None = None
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
         self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
@@ -583,11 +582,10 @@ class _BeliefPlan:
         return self._tops()[1]
 
     def targets(self, go: IntArray) -> IntArray:
-        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
-        if self._targets is None:  # every set's row of `swap` at its top location
-            tab = self.tab
-            self._targets = tab.swap_rows.take(tab.swap_base + self.top_loc, axis=0)
-        out: IntArray = self._targets.take(go, axis=0)
+        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u (the
+        rows of `swap` at each set's top location, for the sets that move)."""
+        tab = self.tab
+        out: IntArray = tab.swap_rows.take(tab.swap_base.take(go) + self.top_loc.take(go), axis=0)
         return out
 
     def low(self, go: IntArray) -> FloatArray:
