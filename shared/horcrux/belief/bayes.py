@@ -850,7 +850,10 @@ class _Filters:
             if self._belief and harry is not None:
                 plans: dict[str, _BeliefPlan] = {}
                 peak: dict[str, float] = {}
+                spent = self._spent
                 for i, model, key, floor in self._belief_floor:
+                    if i in spent:  # no charge left: its move would move nothing
+                        continue
                     if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
                             peak[key] = float(_MAX(harry[key], None))
@@ -902,8 +905,6 @@ class _Filters:
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
-                return 0.0
-            if i in self._spent:  # no charge left: the move below would move nothing
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
