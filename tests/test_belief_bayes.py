@@ -460,3 +460,41 @@ def test_h2_floats_is_h2_bit_for_bit() -> None:
     rng = np.random.default_rng(11)
     p = np.concatenate([rng.random(500), [0.0, 1.0, 1e-15, 1 - 1e-15, 0.5, 1e-300]])
     assert _h2_floats(p.tolist()) == _h2(p).tolist()
+
+
+class _NeverSpent(set[int]):
+    """A `_Filters._spent` that never records a model: every move is computed in full."""
+
+    def add(self, element: int) -> None:
+        pass
+
+
+def test_spent_belief_models_are_skipped_without_changing_a_bit() -> None:
+    """A belief model with no charge left is skipped (its move would move nothing): the
+    filter is bit for bit the one that computes every move, previews included, and the
+    shortcut does fire in these games."""
+    fired = 0
+    for seed in range(6):
+        planner = HARRY_BRAINS.create("planner", CLASSIC)
+        vold = VOLDEMORT_BRAINS.create("reference", CLASSIC)
+        state, _ = engine.new_game(CLASSIC, seed)
+        quick, full = BayesBelief(CLASSIC), BayesBelief(CLASSIC)
+        full._filters._spent = _NeverSpent()
+        while not state.over:
+            if state.phase == "harry":
+                move = planner.decide(harry_view(state), random.Random(seed * 1000 + state.turn))
+                state, _ = engine.apply(state, move)
+                quick.update(state.history[-1])
+                full.update(state.history[-1])
+                a, b = quick._filters, full._filters
+                assert a.w.tobytes() == b.w.tobytes()
+                assert a.c.tobytes() == b.c.tobytes() and a.used.tobytes() == b.used.tobytes()
+                assert quick.marginals().tobytes() == full.marginals().tobytes()
+                spent = set(a._spent)
+                loc = CLASSIC.locations[state.turn % len(CLASSIC.locations)]
+                assert quick.preview(loc, True).tobytes() == full.preview(loc, True).tobytes()
+                assert a._spent == spent  # a lookahead leaves the filter's record alone
+                fired += bool(spent)
+            else:
+                state, _ = engine.apply(state, vold.decide(voldemort_view(state), random.Random(0)))
+    assert fired > 0

@@ -835,9 +835,7 @@ class _Filters:
                 # is the order the per-model sums below add in)
                 block: FloatArray = w[:, hi]
                 moved3 = block[1:] * self._hazard_rate3
-                for h, total in zip(
-                    self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True
-                ):
+                for h, total in zip(self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True):
                     moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
@@ -1246,7 +1244,7 @@ def _h2(p: FloatArray) -> FloatArray:
 def _h2_floats(p: list[float]) -> list[float]:
     """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
     hi = 1.0 - 1e-12
-    q = [hi if hi < y else y for y in [1e-12 if 1e-12 > x else x for x in p]]  # min(max(x, lo), hi)
+    q = [hi if y > hi else y for y in [1e-12 if x < 1e-12 else x for x in p]]  # min(max(x, lo), hi)
     logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
     n = len(q)
     return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
@@ -1675,9 +1673,11 @@ class BayesBelief:
         ms = m.tolist()
         # c_j = decoy_j / max(1 - m_j, 1e-300) where m_j < 1, else 0 (below 1, 1 - m_j is
         # at least 2^-53: the max is 1 - m_j itself)
-        cs = [dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(ms, decoy.tolist())]
+        cs = [
+            dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(ms, decoy.tolist(), strict=True)
+        ]
         g = [cj * d + (1.0 - cj) * f for cj in cs]
-        p = [mj * d + (1.0 - mj) * gj for mj, gj in zip(ms, g)]
+        p = [mj * d + (1.0 - mj) * gj for mj, gj in zip(ms, g, strict=True)]
         h = _h2_floats(p + g)
         n = len(ms)
         hd = binary_entropy(d)
