@@ -1209,9 +1209,11 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
     """The locations Harry's map rates above `floor`, best first (board order on ties),
     in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
     a `belief` decoy goes."""
-    above = np.flatnonzero(seen > floor)
-    order = above[np.argsort(-seen[above], kind="stable")].tolist()
-    values = seen[order].tolist()
+    # in Python floats (a handful of values): best first, board order on ties, as numpy's
+    # stable argsort of the negated values orders them
+    rated = seen.tolist()
+    order = sorted((j for j, v in enumerate(rated) if v > floor), key=lambda j: -rated[j])
+    values = [rated[j] for j in order]
     groups: list[list[int]] = []
     start = 0
     while start < len(order):
