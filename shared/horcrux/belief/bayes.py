@@ -1243,15 +1243,6 @@ def _h2(p: FloatArray) -> FloatArray:
     return out
 
 
-def _h2_floats(p: list[float]) -> list[float]:
-    """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
-    hi = 1.0 - 1e-12
-    q = [hi if y > hi else y for y in [1e-12 if x < 1e-12 else x for x in p]]  # min(max(x, lo), hi)
-    logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
-    n = len(q)
-    return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
-
-
 def binary_entropy(p: float) -> float:
     """h2(p) in bits."""
     if p <= 0.0 or p >= 1.0:
@@ -1669,23 +1660,18 @@ class BayesBelief:
         P(positive | Horcrux) = d, P(positive | none) = g_j = c_j d + (1 - c_j) f.
         """
         m, _, decoy = self._arrays()
-        # in Python floats (the same operations as numpy's elementwise ones, in the same
-        # order: the same doubles), with one numpy call for every logarithm
+        # elementwise, in the order the scalar formulas read (the same doubles), with one
+        # numpy call for every logarithm: c_j = decoy_j / (1 - m_j) where m_j < 1, else 0
+        # (below 1, 1 - m_j is at least 2^-53, so no floor is needed)
         d, f = sensor.d, sensor.f
-        ms = m.tolist()
-        # c_j = decoy_j / max(1 - m_j, 1e-300) where m_j < 1, else 0 (below 1, 1 - m_j is
-        # at least 2^-53: the max is 1 - m_j itself)
-        cs = [
-            dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(ms, decoy.tolist(), strict=True)
-        ]
-        g = [cj * d + (1.0 - cj) * f for cj in cs]
-        p = [mj * d + (1.0 - mj) * gj for mj, gj in zip(ms, g, strict=True)]
-        h = _h2_floats(p + g)
-        n = len(ms)
-        hd = binary_entropy(d)
-        out: FloatArray = np.array(
-            [h[j] - mj * hd - (1.0 - mj) * h[n + j] for j, mj in enumerate(ms)]
-        )
+        n = len(m)
+        c = np.divide(decoy, 1.0 - m, out=np.zeros(n), where=m < 1.0)
+        g = c * d + (1.0 - c) * f  # P(positive | no Horcrux)
+        p = m * d + (1.0 - m) * g  # P(positive)
+        q = _CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
+        logs = np.log2(np.concatenate((q, 1.0 - q)))
+        h = -(q * logs[: 2 * n] + (1.0 - q) * logs[2 * n :])  # h2 of p, then of g
+        out: FloatArray = h[:n] - m * binary_entropy(d) - (1.0 - m) * h[n:]
         return out
 
     def model_information(self, sensor: Sensor) -> FloatArray:
