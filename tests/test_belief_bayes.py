@@ -452,14 +452,27 @@ def test_array_sum_adds_like_numpys_sum() -> None:
     assert plain_differs > 100  # the order matters: a naive sum would not pass
 
 
-def test_h2_floats_is_h2_bit_for_bit() -> None:
-    """`horcrux_information` computes its binary entropies in Python floats with one
-    numpy call for the logarithms: the same doubles as the array `_h2`."""
-    from horcrux.belief.bayes import _h2, _h2_floats
+def test_horcrux_information_is_the_h2_formula_bit_for_bit() -> None:
+    """`horcrux_information` computes its binary entropies elementwise, with one numpy
+    call for every logarithm: the same doubles as the formula on the array `_h2`, with
+    c_j = P(decoy at j) / (1 - m_j) (0 where m_j = 1), g_j = c_j d + (1 - c_j) f."""
+    from horcrux.belief.bayes import _h2, binary_entropy
 
     rng = np.random.default_rng(11)
-    p = np.concatenate([rng.random(500), [0.0, 1.0, 1e-15, 1 - 1e-15, 0.5, 1e-300]])
-    assert _h2_floats(p.tolist()) == _h2(p).tolist()
+    sensor = CLASSIC.sensor
+    d, f = sensor.d, sensor.f
+    for trial in range(300):
+        m = rng.random(15) ** rng.choice([1.0, 4.0])
+        m[rng.integers(15)] = (0.0, 1.0, 1e-15, 1 - 1e-15)[trial % 4]
+        decoy = (1.0 - m) * rng.random(15) * rng.choice([0.0, 0.2, 1.0])
+        belief = BayesBelief(CLASSIC)
+        belief._cache = (m, m + decoy, decoy)  # the map the information reads
+        c = np.array(
+            [dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(m, decoy, strict=True)]
+        )
+        g = c * d + (1.0 - c) * f
+        want = _h2(m * d + (1.0 - m) * g) - m * binary_entropy(d) - (1.0 - m) * _h2(g)
+        assert belief.horcrux_information(sensor).tobytes() == want.tobytes()
 
 
 class _NeverSpent(set[int]):
