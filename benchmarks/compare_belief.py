@@ -2,9 +2,10 @@
 
 Run from the repository root (classic preset, the default planner):
 
-* `.venv/bin/python benchmarks/compare_belief.py fingerprint OUT.json OPPONENTS FIRST LAST`:
-  plays seeds FIRST..LAST-1 against each comma-separated opponent and writes, per game,
-  the winner, a hash of every event and a hash of the planner's whole filter state at
+* `.venv/bin/python benchmarks/compare_belief.py fingerprint OUT.json OPPONENTS FIRST LAST
+  [HARRY [PRESET]]`: plays seeds FIRST..LAST-1 against each comma-separated opponent
+  (Harry `planner` and the `classic` preset unless named) and writes, per game, the
+  winner, a hash of every event and a hash of the planner's whole filter state at
   every turn (the map, each model's weights, decoy odds and decoy counts);
 * `... compare A.json B.json`: per opponent, the wins and how many games differ;
 * `... speed OLD_SHARED [GAMES]`: the code under OLD_SHARED (a copy of another commit's
@@ -29,38 +30,34 @@ from typing import Any
 SHARED = str(Path(__file__).resolve().parents[1] / "shared")
 
 
-def fingerprint(out: str, opponents: str, first: int, last: int) -> None:
+def fingerprint(
+    out: str, opponents: str, first: int, last: int, harry: str = "planner", preset: str = "classic"
+) -> None:
     from horcrux.agents import planner
     from horcrux.belief.bayes import BayesBelief
-    from horcrux.rules import CLASSIC
+    from horcrux.rules import preset as rules_preset
     from horcrux.sim import play_game
 
+    rules = rules_preset(preset)
+
     states: list[bytes] = []
-    fold = BayesBelief.update_observations
-    watched: set[int] = set()
+    decide = planner.PlannerHarry.decide
 
-    def update(self: BayesBelief, turn: int, observations: Any, *, track: bool = True) -> None:
-        fold(self, turn, observations, track=track)
-        if id(self) in watched:
-            f = self._filters
-            states.append(
-                self.marginals().tobytes() + f.w.tobytes() + f.c.tobytes() + f.used.tobytes()
-            )
+    def watched(self: planner.PlannerHarry, view: Any, rng: Any) -> Any:
+        # every planner's belief after each decision: the default Harry's, a memory
+        # window's rebuilt one, and the copy of Harry that `mirror` runs
+        move = decide(self, view, rng)
+        b: BayesBelief = self.belief
+        f = b._filters
+        states.append(b.marginals().tobytes() + f.w.tobytes() + f.c.tobytes() + f.used.tobytes())
+        return move
 
-    build = planner.PlannerHarry.__init__
-
-    def init(self: planner.PlannerHarry, *args: Any, **kwargs: Any) -> None:
-        build(self, *args, **kwargs)
-        watched.add(id(self.belief))
-
-    BayesBelief.update_observations = update  # type: ignore[method-assign]
-    planner.PlannerHarry.__init__ = init  # type: ignore[method-assign]
+    planner.PlannerHarry.decide = watched  # type: ignore[method-assign]
     games: dict[str, list[object]] = {}
     for opponent in opponents.split(","):
         for seed in range(first, last):
             states.clear()
-            watched.clear()
-            result = play_game(CLASSIC, seed, "planner", opponent, keep_events=True)
+            result = play_game(rules, seed, harry, opponent, keep_events=True)
             events = repr([e.model_dump() for e in result.events or []]).encode()
             games[f"{opponent}:{seed}"] = [
                 result.winner,
@@ -122,8 +119,8 @@ def speed(old: str, games: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["fingerprint"] and len(argv) == 5:
-        fingerprint(argv[1], argv[2], int(argv[3]), int(argv[4]))
+    if argv[:1] == ["fingerprint"] and len(argv) in (5, 6, 7):
+        fingerprint(argv[1], argv[2], int(argv[3]), int(argv[4]), *argv[5:])
     elif argv[:1] == ["compare"] and len(argv) == 3:
         compare(argv[1], argv[2])
     elif argv[:1] == ["speed"] and len(argv) in (2, 3):

@@ -466,14 +466,65 @@ def test_array_sum_adds_like_numpys_sum() -> None:
     assert plain_differs > 100  # the order matters: a naive sum would not pass
 
 
-def test_h2_floats_is_h2_bit_for_bit() -> None:
-    """`horcrux_information` computes its binary entropies in Python floats with one
-    numpy call for the logarithms: the same doubles as the array `_h2`."""
-    from horcrux.belief.bayes import _h2, _h2_floats
+def test_horcrux_information_is_the_h2_formula_bit_for_bit() -> None:
+    """`horcrux_information` computes its binary entropies elementwise, with one numpy
+    call for every logarithm: the same doubles as the formula on the array `_h2`, with
+    c_j = P(decoy at j) / (1 - m_j) (0 where m_j = 1), g_j = c_j d + (1 - c_j) f."""
+    from horcrux.belief.bayes import _h2, binary_entropy
 
     rng = np.random.default_rng(11)
-    p = np.concatenate([rng.random(500), [0.0, 1.0, 1e-15, 1 - 1e-15, 0.5, 1e-300]])
-    assert _h2_floats(p.tolist()) == _h2(p).tolist()
+    sensor = CLASSIC.sensor
+    d, f = sensor.d, sensor.f
+    for trial in range(300):
+        m = rng.random(15) ** rng.choice([1.0, 4.0])
+        m[rng.integers(15)] = (0.0, 1.0, 1e-15, 1 - 1e-15)[trial % 4]
+        decoy = (1.0 - m) * rng.random(15) * rng.choice([0.0, 0.2, 1.0])
+        belief = BayesBelief(CLASSIC)
+        belief._cache = (m, m + decoy, decoy)  # the map the information reads
+        c = np.array(
+            [dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(m, decoy, strict=True)]
+        )
+        g = c * d + (1.0 - c) * f
+        want = _h2(m * d + (1.0 - m) * g) - m * binary_entropy(d) - (1.0 - m) * _h2(g)
+        assert belief.horcrux_information(sensor).tobytes() == want.tobytes()
+
+
+class _NeverSpent(set[int]):
+    """A `_Filters._spent` that never records a model: every move is computed in full."""
+
+    def add(self, element: int) -> None:
+        pass
+
+
+def test_spent_belief_models_are_skipped_without_changing_a_bit() -> None:
+    """A belief model with no charge left is skipped (its move would move nothing): the
+    filter is bit for bit the one that computes every move, previews included, and the
+    shortcut does fire in these games."""
+    fired = 0
+    for seed in range(6):
+        planner = HARRY_BRAINS.create("planner", CLASSIC)
+        vold = VOLDEMORT_BRAINS.create("reference", CLASSIC)
+        state, _ = engine.new_game(CLASSIC, seed)
+        quick, full = BayesBelief(CLASSIC), BayesBelief(CLASSIC)
+        full._filters._spent = _NeverSpent()
+        while not state.over:
+            if state.phase == "harry":
+                move = planner.decide(harry_view(state), random.Random(seed * 1000 + state.turn))
+                state, _ = engine.apply(state, move)
+                quick.update(state.history[-1])
+                full.update(state.history[-1])
+                a, b = quick._filters, full._filters
+                assert a.w.tobytes() == b.w.tobytes()
+                assert a.c.tobytes() == b.c.tobytes() and a.used.tobytes() == b.used.tobytes()
+                assert quick.marginals().tobytes() == full.marginals().tobytes()
+                spent = set(a._spent)
+                loc = CLASSIC.locations[state.turn % len(CLASSIC.locations)]
+                assert quick.preview(loc, True).tobytes() == full.preview(loc, True).tobytes()
+                assert a._spent == spent  # a lookahead leaves the filter's record alone
+                fired += bool(spent)
+            else:
+                state, _ = engine.apply(state, vold.decide(voldemort_view(state), random.Random(0)))
+    assert fired > 0
 
 
 def _quiet(belief: BayesBelief, turns: range) -> list[float]:

@@ -14,7 +14,7 @@ from test_views import walk
 from horcrux import engine
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS, BrainOptions
 from horcrux.agents.harry_baselines import NaiveHarry
-from horcrux.agents.voldemort import ReferenceVoldemort, public_evidence
+from horcrux.agents.voldemort import EvidenceFold, ReferenceVoldemort, public_evidence
 from horcrux.errors import HorcruxError, UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC, STANDARD
@@ -89,6 +89,46 @@ def test_public_evidence_sums_log_ratios_and_resets_on_attack() -> None:
     assert score["hogsmeade"] == pytest.approx(math.log(d / f) + math.log((1 - d) / (1 - f)))
     assert score["the-burrow"] == pytest.approx(math.log((1 - d) / (1 - f)))
     assert score["hogwarts"] == 0.0
+
+
+def test_evidence_fold_matches_public_evidence_as_the_history_grows() -> None:
+    """Folded record by record, the scores are `public_evidence`'s floats exactly; a
+    history that does not extend the last one (another game) starts over."""
+    rng = random.Random(5)
+    locs = CLASSIC.locations
+    history: tuple[HarryRecord, ...] = ()
+    fold = EvidenceFold(CLASSIC)
+    for turn in range(1, 40):
+        kind = "attack" if rng.random() < 0.15 else "search"
+        outcome = (
+            rng.choice(["empty", "decoy"])
+            if kind == "attack"
+            else rng.choice(["positive", "negative"])
+        )
+        history = (*history, record(turn, rng.choice(locs[:5]), outcome, kind))
+        if turn % 3:  # some turns are never read: the fold catches up
+            assert fold(history) == public_evidence(CLASSIC, history)
+    other = (*history[:4], record(5, locs[9], "positive"))
+    assert fold(other) == public_evidence(CLASSIC, other)
+    assert fold(history[:2]) == public_evidence(CLASSIC, history[:2])
+    scores = fold(history)
+    scores[locs[0]] = 99.0  # the caller's copy: the fold's own scores are untouched
+    assert fold(history) == public_evidence(CLASSIC, history)
+
+
+def test_reference_voldemort_reads_the_evidence_through_its_fold() -> None:
+    """Over whole games, the reference folding the evidence turn by turn plays what a
+    fresh one (reading the whole history at once) plays on every view."""
+    decoys = 0
+    for seed in range(15):
+        brain = ReferenceVoldemort(CLASSIC)
+        for state in walk("classic", seed, seed):
+            if state.phase == "voldemort":
+                view = voldemort_view(state)
+                move = brain.decide(view, random.Random(seed))
+                assert move == ReferenceVoldemort(CLASSIC).decide(view, random.Random(seed))
+                decoys += isinstance(move, PlantDecoy)
+    assert decoys > 0  # the evidence decided some of those moves
 
 
 def test_passive_and_random_voldemort_play_legal_moves() -> None:

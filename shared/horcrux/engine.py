@@ -174,12 +174,17 @@ def _apply_harry(state: GameState, action: Search | Attack | Ally) -> tuple[Game
     record = HarryRecord(turn=state.turn, action=action, observations=observations)
     changes["history"] = (*state.history, record)
     changes["seq"] = state.seq + 1
-    after = state.model_copy(update=changes)
-    winner, reason = _harry_turn_end(after)
+    winner, reason = _harry_turn_end(
+        state.rules,
+        changes.get("destroyed", state.destroyed),
+        changes.get("attacks_left", state.attacks_left),
+        state.turn,
+    )
     if winner is None:
-        after = after.model_copy(update={"phase": "voldemort"})
+        changes["phase"] = "voldemort"
     else:
-        after = after.model_copy(update={"phase": "over", "winner": winner, "end_reason": reason})
+        changes.update(phase="over", winner=winner, end_reason=reason)
+    after = state.model_copy(update=changes)  # one copy: the state after Harry's turn
     event = HarryMoved(
         seq=after.seq,
         turn=state.turn,
@@ -191,14 +196,17 @@ def _apply_harry(state: GameState, action: Search | Attack | Ally) -> tuple[Game
     return after, event
 
 
-def _harry_turn_end(state: GameState) -> tuple[str | None, str | None]:
-    """Who has won once Harry has acted (None: the game goes on to Voldemort)."""
-    if state.horcruxes_left == 0:
+def _harry_turn_end(
+    rules: RuleSet, destroyed: int, attacks_left: int, turn: int
+) -> tuple[str | None, str | None]:
+    """Who has won once Harry has acted, from the state after his turn (None: the game
+    goes on to Voldemort)."""
+    if rules.horcruxes - destroyed == 0:
         return "harry", "every Horcrux destroyed"
-    if state.attacks_left <= 0:
+    if attacks_left <= 0:
         return "voldemort", "Harry has no attacks left and a Horcrux remains"
-    if state.turn >= state.rules.max_turns:
-        return "voldemort", f"turn {state.rules.max_turns} ended with a Horcrux left"
+    if turn >= rules.max_turns:
+        return "voldemort", f"turn {rules.max_turns} ended with a Horcrux left"
     return None, None
 
 

@@ -191,9 +191,12 @@ class PlannerHarry:
 
     def sync(self, view: HarryView) -> None:
         """Fold in every record of `view.history` not yet seen."""
+        belief = self.belief
+        seen = belief.turn
         for record in view.history:
-            if record.turn > self.belief.turn:
-                self.belief.update(record)
+            if record.turn > seen:
+                belief.update(record)
+                seen = belief.turn
 
     def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None:
         """Play on adversary models that cross-game memory learned (docs/ECHO.md): a fresh

@@ -18,33 +18,67 @@ def public_evidence(rules: RuleSet, history: tuple[HarryRecord, ...]) -> dict[st
     """
     score = dict.fromkeys(rules.locations, 0.0)
     for record in history:
-        for obs in record.observations:
-            if obs.kind == "attack":
-                score[obs.location] = 0.0
-            elif obs.kind == "search":
-                s = rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
-                if obs.outcome == "positive":
-                    score[obs.location] += math.log(s.d / s.f)
-                else:
-                    score[obs.location] += math.log((1 - s.d) / (1 - s.f))
+        _fold(rules, score, record)
     return score
 
 
-def top_evidence_free(rules: RuleSet, view: VoldemortView) -> tuple[str, float] | None:
-    """The free location with the highest public evidence (first in board order on ties)."""
+def _fold(rules: RuleSet, score: dict[str, float], record: HarryRecord) -> None:
+    """Add one of Harry's turns to `public_evidence`'s scores, in place."""
+    for obs in record.observations:
+        if obs.kind == "attack":
+            score[obs.location] = 0.0
+        elif obs.kind == "search":
+            s = rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
+            if obs.outcome == "positive":
+                score[obs.location] += math.log(s.d / s.f)
+            else:
+                score[obs.location] += math.log((1 - s.d) / (1 - s.f))
+
+
+class EvidenceFold:
+    """`public_evidence`, folded in record by record while a game's history grows: the
+    same additions in the same order (the same floats) without re-reading the whole
+    history every turn. A history that does not extend the last one starts over."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self._seen: tuple[HarryRecord, ...] = ()
+        self._score = dict.fromkeys(rules.locations, 0.0)
+
+    def __call__(self, history: tuple[HarryRecord, ...]) -> dict[str, float]:
+        n = len(self._seen)
+        if len(history) < n or history[:n] != self._seen:
+            n = 0
+            self._score = dict.fromkeys(self.rules.locations, 0.0)
+        for record in history[n:]:
+            _fold(self.rules, self._score, record)
+        self._seen = history
+        return dict(self._score)
+
+
+def top_evidence_free(
+    rules: RuleSet, view: VoldemortView, evidence: dict[str, float] | None = None
+) -> tuple[str, float] | None:
+    """The free location with the highest public evidence (first in board order on ties);
+    `evidence`: `public_evidence` of the view's history, when already at hand."""
     free = view.free_locations()
     if not free:
         return None
-    evidence = public_evidence(rules, view.history)
+    if evidence is None:
+        evidence = public_evidence(rules, view.history)
     best = max(free, key=lambda loc: evidence[loc])
     return best, evidence[best]
 
 
-def reference_decoy(rules: RuleSet, view: VoldemortView) -> PlantDecoy | None:
-    """Rule 2 of the reference: a decoy at the top-evidence free location, if above 0."""
+def reference_decoy(
+    rules: RuleSet, view: VoldemortView, evidence: EvidenceFold | None = None
+) -> PlantDecoy | None:
+    """Rule 2 of the reference: a decoy at the top-evidence free location, if above 0
+    (`evidence`: a fold of this game's history, to read it from)."""
     if view.decoys_left <= 0:
         return None
-    top = top_evidence_free(rules, view)
+    scores = evidence(view.history) if evidence is not None else None
+    top = top_evidence_free(rules, view, scores)
     return PlantDecoy(location=top[0]) if top is not None and top[1] > 0 else None
 
 
@@ -62,6 +96,7 @@ class ReferenceVoldemort:
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
+        self.evidence = EvidenceFold(rules)
 
     def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
         last = view.last_harry
@@ -74,7 +109,7 @@ class ReferenceVoldemort:
                 ):
                     target = rng.choice(view.free_locations())
                     return Relocate(from_location=obs.location, to_location=target)
-        decoy = reference_decoy(self.rules, view)
+        decoy = reference_decoy(self.rules, view, self.evidence)
         if decoy is not None:
             return decoy
         return Pass()

@@ -86,6 +86,13 @@ BoolArray = NDArray[np.bool_]
 _TINY = 1e-300
 _SERIALS = itertools.count()
 _EVIDENCE_FLOOR = 1e-12
+# The ufuncs behind `a.clip(lo, hi)`, `a.sum(axis)` and `a.max()` (numpy's methods call
+# them through a Python wrapper, whose overhead is a fair share of a call at these sizes):
+# the same operation, the same doubles.
+_CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
+_SUM = np.add.reduce
+_MAX = np.maximum.reduce
+_ANY = np.logical_or.reduce
 
 
 @dataclass(frozen=True)
@@ -535,6 +542,15 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+@lru_cache(maxsize=64)
+def _scattered(n: int, k: int, scatter: float) -> FloatArray:
+    """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
+    destination, per set."""
+    out: FloatArray = scatter * _tables(n, k).anywhere
+    out.setflags(write=False)
+    return out
+
+
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and the location holding
@@ -547,10 +563,9 @@ class _BeliefPlan:
         self.tab = tab
         self.harry = harry
         if peak is None:
-            peak = float(harry.max())
+            peak = float(_MAX(harry, None))
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
-        self._targets: IntArray | None = None
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
         self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
@@ -581,11 +596,10 @@ class _BeliefPlan:
         return self._tops()[1]
 
     def targets(self, go: IntArray) -> IntArray:
-        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u."""
-        if self._targets is None:  # every set's row of `swap` at its top location
-            tab = self.tab
-            self._targets = tab.swap_rows.take(tab.swap_base + self.top_loc, axis=0)
-        out: IntArray = self._targets.take(go, axis=0)
+        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u (the
+        rows of `swap` at each set's top location, for the sets that move)."""
+        tab = self.tab
+        out: IntArray = tab.swap_rows.take(tab.swap_base.take(go) + self.top_loc.take(go), axis=0)
         return out
 
     def low(self, go: IntArray) -> FloatArray:
@@ -599,16 +613,17 @@ class _BeliefPlan:
         tab = self.tab
         if self._band is None or self._first is None:
             k = tab.k
-            lowest = np.argsort(self.harry, kind="stable")[: k + 1]
+            lowest = self.harry.argsort(kind="stable")[: k + 1]
             edge = self.harry.take(lowest) + LOW_BAND
             # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
             # products and row sums are exact, and 1.0 / count is the same double)
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # per set, p: the first of the k+1 lowest it lacks (the first False)
             self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
-        low = self._band.take(self._first.take(go), axis=0) * tab.free.take(go, axis=0)
-        out: FloatArray = low / low.sum(axis=1, keepdims=True)
-        return out
+        low = self._band.take(self._first.take(go), axis=0)
+        low *= tab.free.take(go, axis=0)
+        low /= _SUM(low, 1, keepdims=True)
+        return low
 
     def dest(
         self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
@@ -617,12 +632,12 @@ class _BeliefPlan:
         free locations, or `low` with a `scatter` share uniform (`band`: LOW_BAND, or an
         exact model's EXACT_BAND, read by `_low`)."""
         tab = self.tab
-        anywhere = tab.anywhere.take(go, axis=0)  # uniform over the free ones
         if destination != "low":
-            return anywhere
-        out = self.low(go) if band == LOW_BAND else self._low(go, band)
-        if scatter > 0.0:
-            out = (1.0 - scatter) * out + scatter * anywhere
+            return tab.anywhere.take(go, axis=0)  # uniform over the free ones
+        out = self.low(go) if band == LOW_BAND else self._low(go, band)  # a new array
+        if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, the same products and sum
+            out *= 1.0 - scatter
+            out += _scattered(tab.n, tab.k, scatter).take(go, axis=0)
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
@@ -699,6 +714,7 @@ class _Filters:
         self._hazard_idx: IntArray = np.array([i for i, _ in self._hazard], dtype=np.intp)
         self._hazard_list = [i for i, _ in self._hazard]
         self._hazard_rate: FloatArray = np.array([h for _, h in self._hazard], dtype=np.float64)
+        self._hazard_rate3 = self._hazard_rate[None, :, None]
         # per belief model: the map its plan reads and the lowest top occupancy that can
         # fire it (a Python float: most turns no model can fire, and that costs one compare)
         self._belief_floor = [
@@ -719,6 +735,9 @@ class _Filters:
         self._row_bases: dict[tuple[int, int], IntArray] = {}
         self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
+        # belief models with no weight left at r >= 1 (no charge left in any set): their
+        # moves move nothing until a restart (`_normalise`) gives them charges again
+        self._spent: set[int] = set()
 
     @property
     def k(self) -> int:
@@ -726,7 +745,7 @@ class _Filters:
 
     def totals(self) -> FloatArray:
         """(models,): each model's total weight."""
-        out: FloatArray = (self.w @ self.tab.ones).sum(axis=0)
+        out: FloatArray = _SUM(self.w @ self.tab.ones, 0)
         return out
 
     def _normalise(self, total: FloatArray) -> None:
@@ -739,13 +758,14 @@ class _Filters:
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
                 self.w[-1, i] = 1.0 / self.w.shape[2]
+                self._spent.discard(int(i))
             total = np.where(dead, 1.0, total)
         self.w /= total[None, :, None]
 
     def marginal(self) -> FloatArray:
         """(models, n): each model's P(real Horcrux at i)."""
         if self._marginal is None:
-            self._marginal = self.w.sum(axis=0) @ self.tab.memberf
+            self._marginal = _SUM(self.w, 0) @ self.tab.memberf
         return self._marginal
 
     # ------------------------------------------------------------ observations
@@ -820,11 +840,11 @@ class _Filters:
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
-                block: FloatArray = w[:, hi]  # one gather, one scatter back, the same operations
-                moved3 = block[1:] * self._hazard_rate[None, :, None]
-                for h, total in zip(
-                    self._hazard_list, moved3.sum(axis=(0, 2)).tolist(), strict=True
-                ):
+                # one gather, one scatter back (the gather's memory order, indexed axis first,
+                # is the order the per-model sums below add in)
+                block: FloatArray = w[:, hi]
+                moved3 = block[1:] * self._hazard_rate3
+                for h, total in zip(self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True):
                     moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
@@ -837,10 +857,13 @@ class _Filters:
             if self._belief and harry is not None:
                 plans: dict[str, _BeliefPlan] = {}
                 peak: dict[str, float] = {}
+                spent = self._spent
                 for i, model, key, floor in self._belief_floor:
+                    if i in spent:  # no charge left: its move would move nothing
+                        continue
                     if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
-                            peak[key] = float(harry[key].max())
+                            peak[key] = float(_MAX(harry[key], None))
                         if peak[key] < floor:
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
@@ -871,14 +894,16 @@ class _Filters:
             if done is not None:
                 moved *= ~done[rows]
                 done[rows] = True
-            total += float(moved.sum())
+            total += float(_SUM(moved, None))
             src = tab.move_src[j]
             incoming = np.take(moved, src[0], axis=1)
             for q in range(1, tab.k):
                 incoming += np.take(moved, src[q], axis=1)
             incoming *= spread
-            flat[up_idx] -= moved.reshape(-1)  # w[1:, i, rows] -= moved
-            flat[down_idx] += incoming.reshape(-1)  # w[:-1, i, without_j] += ...
+            # w[1:, i, rows] -= moved; w[:-1, i, without_j] += incoming (`take` and
+            # `put`: fancy indexing's operations, at a fraction of its cost)
+            flat.put(up_idx, flat.take(up_idx) - moved.reshape(-1))
+            flat.put(down_idx, flat.take(down_idx) + incoming.reshape(-1))
         return total
 
     def _lagged_moves(
@@ -921,7 +946,7 @@ class _Filters:
             # a copy of Harry's code sends the Horcrux to the lowest free location of the
             # map it holds: Harry's whole map after the other models' moves (its own move,
             # the last, is left out: the fixed point is cut there)
-            full = np.clip(harry["weights"] @ self.marginal(), 0.0, 1.0)
+            full = _CLIP(harry["weights"] @ self.marginal(), 0.0, 1.0)
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             return self._move_race(i, model, plan, harry["attack"])
@@ -943,7 +968,7 @@ class _Filters:
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
-                fire = ((top - lo) / (2.0 * model.spread)).clip(0.0, 1.0)
+                fire = _CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
             else:
                 fire = (top >= model.threshold).astype(np.float64)
             if model.trigger != 1.0:
@@ -959,8 +984,10 @@ class _Filters:
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
         before = flat.take(pos)
         moved = before * fire_go
-        total = float(moved.sum())
+        total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
+            if idx is None and not _ANY(self.w[1:, i], None):
+                self._spent.add(i)
             return 0.0
         self._marginal = None
         if idx is None:
@@ -1097,7 +1124,7 @@ class _Filters:
         index = [i for i, _ in jobs]
         c_rows = np.array([rows[i] for i in index])
         free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
-        totals = free.sum(axis=1).tolist()
+        totals = _SUM(free, 1).tolist()
         raise_by = [
             min(1.0, share / total) if total > 0.0 else 0.0
             for (_, share), total in zip(jobs, totals, strict=True)
@@ -1109,7 +1136,9 @@ class _Filters:
         self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
     ) -> None:
         # in Python floats: the same doubles as the array expressions
-        go_all = [p * max(0.0, x) for p, x in zip(self._plant_rates, p_no_move, strict=True)]
+        go_all = [  # p * max(0.0, x)
+            p * (x if x > 0.0 else 0.0) for p, x in zip(self._plant_rates, p_no_move, strict=True)
+        ]
         left_all = [1.0 - x for x in self.used[:, -1].tolist()]
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
@@ -1153,7 +1182,7 @@ class _Filters:
                             exact_map = (
                                 harry["naive"]
                                 if reads == "naive"
-                                else np.clip(harry["weights"] @ marginal, 0.0, 1.0)
+                                else _CLIP(harry["weights"] @ marginal, 0.0, 1.0)
                             )
                             rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
                         groups = rated[key]
@@ -1242,9 +1271,11 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
     """The locations Harry's map rates above `floor`, best first (board order on ties),
     in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
     a `belief` decoy goes."""
-    above = np.flatnonzero(seen > floor)
-    order = above[np.argsort(-seen[above], kind="stable")].tolist()
-    values = seen[order].tolist()
+    # in Python floats (a handful of values): best first, board order on ties, as numpy's
+    # stable argsort of the negated values orders them
+    rated = seen.tolist()
+    order = sorted((j for j, v in enumerate(rated) if v > floor), key=lambda j: -rated[j])
+    values = [rated[j] for j in order]
     groups: list[list[int]] = []
     start = 0
     while start < len(order):
@@ -1272,15 +1303,6 @@ def _h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
     return out
-
-
-def _h2_floats(p: list[float]) -> list[float]:
-    """`_h2` on a list of floats: the same doubles, one numpy call for the logarithms."""
-    hi = 1.0 - 1e-12
-    q = [min(max(x, 1e-12), hi) for x in p]
-    logs = np.log2(np.array(q + [1.0 - x for x in q])).tolist()
-    n = len(q)
-    return [-(x * logs[j] + (1.0 - x) * logs[n + j]) for j, x in enumerate(q)]
 
 
 def binary_entropy(p: float) -> float:
@@ -1483,6 +1505,7 @@ class BayesBelief:
         trial.c = saved.c.copy()
         trial.used = saved.used.copy()
         trial.log_evidence = saved.log_evidence.copy()
+        trial._spent = set(saved._spent)
         trial._marginal = None
         trial.serial = next(_SERIALS)
         cache = self._cache
@@ -1521,12 +1544,12 @@ class BayesBelief:
         self._cache = None
         weights = self._weights_view()
         marginal = self._filters.marginal()
-        own: FloatArray = (weights @ marginal).clip(0.0, 1.0)  # `marginals()`, a new array
+        own: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)  # `marginals()`, a new array
         naive: FloatArray = own
         if self._any_plain:
             pi = np.where(self._plain, weights, 0.0)
-            pi /= max(float(pi.sum()), _TINY)
-            naive = (pi @ marginal).clip(0.0, 1.0)
+            pi /= max(float(_SUM(pi, None)), _TINY)
+            naive = _CLIP(pi @ marginal, 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
@@ -1634,9 +1657,9 @@ class BayesBelief:
         if self._weights is not None and self._weights[0] == key:
             return self._weights[1]
         logw = self._log_prior + self._filters.log_evidence
-        logw -= logw.max()
+        logw -= _MAX(logw, None)
         w = np.exp(logw)
-        out: FloatArray = w / w.sum()
+        out: FloatArray = w / _SUM(w, None)
         out.setflags(write=False)
         self._weights = (key, out)
         self._weights_list = None
@@ -1657,7 +1680,7 @@ class BayesBelief:
             m = pi @ mf
             decoy = pi @ decoys
             q = m + decoy
-            self._cache = (m.clip(0.0, 1.0), q.clip(0.0, 1.0), decoy)
+            self._cache = (_CLIP(m, 0.0, 1.0), _CLIP(q, 0.0, 1.0), decoy)
         return self._cache
 
     def model_marginals(self) -> FloatArray:
@@ -1699,23 +1722,18 @@ class BayesBelief:
         P(positive | Horcrux) = d, P(positive | none) = g_j = c_j d + (1 - c_j) f.
         """
         m, _, decoy = self._arrays()
-        # in Python floats (the same operations as numpy's elementwise ones, in the same
-        # order: the same doubles), with one numpy call for every logarithm
+        # elementwise, in the order the scalar formulas read (the same doubles), with one
+        # numpy call for every logarithm: c_j = decoy_j / (1 - m_j) where m_j < 1, else 0
+        # (below 1, 1 - m_j is at least 2^-53, so no floor is needed)
         d, f = sensor.d, sensor.f
-        ms = m.tolist()
-        g = []
-        p = []
-        for mj, dj in zip(ms, decoy.tolist(), strict=True):
-            cj = dj / max(1.0 - mj, 1e-300) if mj < 1.0 else 0.0
-            gj = cj * d + (1.0 - cj) * f
-            g.append(gj)
-            p.append(mj * d + (1.0 - mj) * gj)
-        h = _h2_floats(p + g)
-        n = len(ms)
-        hd = binary_entropy(d)
-        out: FloatArray = np.array(
-            [h[j] - mj * hd - (1.0 - mj) * h[n + j] for j, mj in enumerate(ms)]
-        )
+        n = len(m)
+        c = np.divide(decoy, 1.0 - m, out=np.zeros(n), where=m < 1.0)
+        g = c * d + (1.0 - c) * f  # P(positive | no Horcrux)
+        p = m * d + (1.0 - m) * g  # P(positive)
+        q = _CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
+        logs = np.log2(np.concatenate((q, 1.0 - q)))
+        h = -(q * logs[: 2 * n] + (1.0 - q) * logs[2 * n :])  # h2 of p, then of g
+        out: FloatArray = h[:n] - m * binary_entropy(d) - (1.0 - m) * h[n:]
         return out
 
     def model_information(self, sensor: Sensor) -> FloatArray:
