@@ -388,6 +388,32 @@ def test_the_brain_factory_returns_the_brain_with_its_memory_pin(store: MemorySt
     assert made.brain.name == "planner"
 
 
+def test_a_mirror_voldemorts_copy_plays_the_memory_pinned_for_harry(store: MemoryStore) -> None:
+    """The memory comes from past games Voldemort saw whole, by code he has read: the
+    copy of Harry's brain that `mirror` runs gets the game's pin too."""
+    from dataclasses import asdict
+
+    from horcrux.belief.bayes import MODES
+    from horcrux.echo.use import joined_models, rate_models
+
+    models = joined_models(rate_models({"relocates": 0.9, "immediate": 0.2}))
+    pin = json.dumps(
+        {"v": 2, "models": [asdict(m) for m in models], "params": {"jitter": 0.25}, "line": None}
+    ).encode()
+    service = GameService(store)
+    created = service.create_game(ai("planner"), ai("mirror"), rules="classic", seed=23)
+    snapshot = store.load(created["game_id"])
+    bare = service.make_brain(snapshot, "voldemort").brain
+    assert bare.copy.belief.models == MODES["aware"]  # nothing pinned: the default brain
+    pinned = snapshot.model_copy(update={"beliefs": {ECHO_KEY: pin}})
+    harry = service.make_brain(pinned, "harry").brain
+    copy = service.make_brain(pinned, "voldemort").brain.copy
+    assert copy.belief.models == harry.belief.models == models != MODES["aware"]
+    assert copy.params == harry.params and copy.params.jitter == 0.25
+    broken = snapshot.model_copy(update={"beliefs": {ECHO_KEY: b"{not json"}})
+    assert service.make_brain(broken, "voldemort").brain.copy.belief.models == MODES["aware"]
+
+
 def test_the_service_keeps_nothing_per_call_between_turns(store: MemoryStore) -> None:
     service = GameService(store)
     before = set(vars(service))

@@ -148,18 +148,9 @@ def apply_memory(
     if read.pin is None:
         return read
     from horcrux.agents.gated import GatedHarry
-    from horcrux.belief.bayes import AdversaryModel
 
     try:
-        body = json.loads(read.pin)
-        models = tuple(
-            AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))})
-            for m in body.get("models") or ()
-        )
-        if body.get("v") == 2 and models:
-            planner.adopt_memory(models, body.get("params") or {})
-        elif models:  # a pin from before (learned models only): joined to the defaults
-            planner.adopt_models(models)
+        body = _adopt_pin(planner, read.pin)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
         return MemoryRead(status=read.status)
@@ -167,6 +158,35 @@ def apply_memory(
         brain.memory.memory_line = str(body["line"])
     counts["applied"] += 1
     return read
+
+
+def _adopt_pin(planner: Any, pin: bytes) -> dict[str, Any]:
+    """Give `planner` (anything with `adopt_memory` / `adopt_models`) the memory `pin`
+    holds; returns the pin's body. A malformed pin is a ValueError or TypeError."""
+    from horcrux.belief.bayes import AdversaryModel
+
+    body = json.loads(pin)
+    models = tuple(
+        AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in body.get("models") or ()
+    )
+    if body.get("v") == 2 and models:
+        planner.adopt_memory(models, body.get("params") or {})
+    elif models and callable(getattr(planner, "adopt_models", None)):
+        planner.adopt_models(models)  # a pin from before (learned models only): joined
+    return dict(body)
+
+
+def copy_memory(snapshot: GameSnapshot, brain: Any) -> None:
+    """A Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`: an
+    `adopt_memory` method) gets the memory pinned for this game's Harry: it comes from
+    past games Voldemort saw whole, by code he has read. Nothing pinned: nothing to copy."""
+    pin = snapshot.beliefs.get(ECHO_KEY)
+    if pin is None or not callable(getattr(brain, "adopt_memory", None)):
+        return
+    try:
+        _adopt_pin(brain, pin)
+    except (ValueError, TypeError):
+        log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
 
 
 def make_brain(
@@ -190,6 +210,8 @@ def make_brain(
     read = MemoryRead()
     if seat == "harry":
         read = apply_memory(store, snapshot, brain, counts if counts is not None else Counter())
+    else:
+        copy_memory(snapshot, brain)
     data = snapshot.beliefs.get(seat)
     restore = getattr(type(brain), "restore", None)
     if data and callable(restore):
