@@ -40,6 +40,13 @@ def call(app: Any, method: str, path: str, **kw: Any) -> tuple[int, Any]:
     return response["statusCode"], json.loads(raw) if raw else None
 
 
+def correct(app: Any, wrong: str, right: str, subject: str, rate: float) -> tuple[int, Any]:
+    """POST an operator's correction about planner vs reference."""
+    body = {"agent": "planner", "opponent": "reference", "wrong": wrong, "right": right}
+    body.update(subject=subject, rate=rate)
+    return call(app, "POST", "/memory/corrections", body=body, token=OPERATOR)
+
+
 def _seed(store: MemoryStore, games: int = 12) -> None:
     memory = season_of([summary(f"s{i}") for i in range(games)])
     store.put_scope_item(persist.encode_memory(memory.model_copy(update={"version": 1})), 0)
@@ -122,15 +129,7 @@ def test_search_uses_the_callers_query_and_scores_the_top_ten(app: Any) -> None:
 def test_one_item_get_history_delete_and_the_audit_trail(app: Any) -> None:
     resolver, store = app
     _seed(store)
-    correction = {
-        "agent": "planner",
-        "opponent": "reference",
-        "wrong": "at once",
-        "right": "late",
-        "subject": "immediate",
-        "rate": 0.1,
-    }
-    status, scope = call(resolver, "POST", "/memory/corrections", body=correction, token=OPERATOR)
+    status, scope = correct(resolver, "at once", "late", "immediate", 0.1)
     assert status == 200, scope
     (belief,) = [
         i for i in scope["items"] if i["level"] == "belief" and i["source"] == "correction"
@@ -240,15 +239,9 @@ def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_to_t
     from horcrux.echo.use import memory_plan
 
     resolver, store = app
-    body = {
-        "agent": "planner",
-        "opponent": "reference",
-        "wrong": "decoys follow my positives",
-        "right": "decoys from turn 1",
-        "subject": "plant_blind",
-        "rate": 0.8,
-    }
-    status, answer = call(resolver, "POST", "/memory/corrections", body=body, token=OPERATOR)
+    status, answer = correct(
+        resolver, "decoys follow my positives", "decoys from turn 1", "plant_blind", 0.8
+    )
     assert status == 200, answer
     memory = persist.load(store, "planner", "reference")[0]
     assert memory is not None
