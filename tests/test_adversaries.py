@@ -202,6 +202,48 @@ def test_registry_names() -> None:
     assert VOLDEMORT_BRAINS.create("shadow", CLASSIC).shadow.mode == "mixture"
 
 
+def test_shadow_reads_the_map_of_a_belief_mode_when_told() -> None:
+    """`shadow:THRESHOLD:MODE` keeps MODE's map; bad parts are named."""
+    own = VOLDEMORT_BRAINS.create("shadow:0.5:aware", CLASSIC)
+    assert own.shadow.mode == "aware" and own.threshold == 0.5
+    assert own.name == "shadow:0.5:aware"
+    assert VOLDEMORT_BRAINS.create("shadow:0.65", CLASSIC).name == "shadow:0.65"
+    assert VOLDEMORT_BRAINS.create("shadow:0.65", CLASSIC).shadow.mode == "mixture"
+    with pytest.raises(UnknownBrain, match="unknown belief mode 'nope'"):
+        VOLDEMORT_BRAINS.create("shadow:0.5:nope", CLASSIC)
+    with pytest.raises(UnknownBrain, match="threshold must be a number, got 'x'"):
+        VOLDEMORT_BRAINS.create("shadow:x:aware", CLASSIC)
+
+
+def test_shadow_on_the_default_map_moves_when_harrys_own_map_crosses_it() -> None:
+    """`shadow:0.5:aware` holds the default planner's own map, float for float, and moves
+    a real Horcrux exactly when Harry's own occupancy there is the highest of the real
+    ones and at least 0.5 (charges and a free location left)."""
+    seed = 4
+    state, _ = engine.new_game(CLASSIC, seed)
+    harry = PlannerHarry(CLASSIC)
+    vold = VOLDEMORT_BRAINS.create("shadow:0.5:aware", CLASSIC)
+    moves = 0
+    while not state.over:
+        if state.phase == "harry":
+            move = harry.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+            state, _ = engine.apply(state, move)
+            continue
+        view = voldemort_view(state)
+        harry.sync(harry_view(state))  # Harry's map after this turn's result
+        decision = vold.decide(view, rng.stream(seed, "voldemort", state.turn))
+        m = harry.belief.occupancy()
+        assert vold.shadow.occupancy() == m  # the very floats
+        real = list(view.horcrux_locations)
+        crossed = bool(real) and view.relocations_left > 0 and max(m[r] for r in real) >= 0.5
+        assert isinstance(decision, Relocate) == crossed
+        if isinstance(decision, Relocate):
+            assert decision.from_location == max(real, key=lambda loc: m[loc])
+            moves += 1
+        state, _ = engine.apply(state, decision)
+    assert moves >= 1
+
+
 def _view_at(seed: int, turns: int) -> tuple[object, object]:
     """A game played `turns` Harry turns by the planner against the reference."""
     state, _ = engine.new_game(CLASSIC, seed)

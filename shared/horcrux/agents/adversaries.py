@@ -1,14 +1,16 @@
 """Voldemorts stronger than the reference, for the evaluation (`horcrux evaluate`).
 
-* `shadow` (`shadow:THRESHOLD`, default 0.5): Voldemort keeps a *shadow* of Harry's
-  belief: the exact Bayes map (`BayesBelief`, model averaging) fed with Harry's own
-  actions and results, which Voldemort sees. He saves his relocations for the moment they
-  hurt: when Harry's inferred occupancy of a real Horcrux's location reaches THRESHOLD
-  (Harry is about to attack it), he moves that Horcrux to the free location Harry believes
-  least likely. Decoys go where Harry's inferred belief is highest among the free
-  locations, once it is above the uninformed k/N. The reference instead spends a
-  relocation on every early positive, often long before Harry would have attacked, and
-  plants decoys by a cruder evidence score.
+* `shadow` (`shadow:THRESHOLD[:MODE]`, default 0.5 and `mixture`): Voldemort keeps a
+  *shadow* of Harry's belief: the exact Bayes map (`BayesBelief` in the belief mode MODE,
+  model averaging) fed with Harry's own actions and results, which Voldemort sees. The
+  default reads the map of the planner before the belief-reacting models (`mixture`);
+  `shadow:0.5:aware` reads the default planner's own map, float for float. He saves his
+  relocations for the moment they hurt: when Harry's inferred occupancy of a real Horcrux's
+  location reaches THRESHOLD (Harry is about to attack it), he moves that Horcrux to the
+  free location Harry believes least likely. Decoys go where Harry's inferred belief is
+  highest among the free locations, once it is above the uninformed k/N. The reference
+  instead spends a relocation on every early positive, often long before Harry would have
+  attacked, and plants decoys by a cruder evidence score.
 * `delayed` (`delayed:MAX`, default 6): the reference, except that after a positive at a
   real Horcrux he waits a delay drawn uniformly from 1..MAX turns before moving it (if it
   is still there), so that Harry's "it moves right after a positive" model is wrong twice:
@@ -41,11 +43,15 @@ from horcrux.agents.base import (
     VoldemortMove,
 )
 from horcrux.agents.voldemort import public_evidence
-from horcrux.belief.bayes import AdversaryModel, BayesBelief
+from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, Pass, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
 from horcrux.views import AllyStatus, HarryView, VoldemortView
+
+SHADOW_MODE = "mixture"
+"""The belief mode whose map `shadow` reads unless told: the planner's before the
+belief-reacting models."""
 
 
 class ShadowVoldemort:
@@ -53,11 +59,13 @@ class ShadowVoldemort:
 
     name = "shadow"
 
-    def __init__(self, rules: RuleSet, threshold: float = 0.5) -> None:
+    def __init__(self, rules: RuleSet, threshold: float = 0.5, mode: str = SHADOW_MODE) -> None:
         self.rules = rules
         self.threshold = threshold
-        self.shadow = BayesBelief(rules, "mixture")  # the map of the issue-15 baseline
-        if threshold != 0.5:
+        self.shadow = BayesBelief(rules, mode)  # the map it reads (default: the old planner's)
+        if mode != SHADOW_MODE:
+            self.name = f"shadow:{threshold:g}:{mode}"
+        elif threshold != 0.5:
             self.name = f"shadow:{threshold:g}"
 
     def _sync(self, view: VoldemortView) -> dict[str, float]:
@@ -233,23 +241,29 @@ def _harry_spec(options: BrainOptions, who: str) -> str | None:
     return options.param
 
 
-def _float_param(options: BrainOptions, default: float) -> float:
+def _shadow_params(options: BrainOptions) -> tuple[float, str]:
+    """`shadow`'s THRESHOLD[:MODE] (defaults 0.5 and `SHADOW_MODE`), each checked."""
     if options.param is None:
-        return default
+        return 0.5, SHADOW_MODE
+    text, _, mode = options.param.partition(":")
     try:
-        value = float(options.param)
+        value = float(text)
     except ValueError:
-        raise UnknownBrain(f"shadow's threshold must be a number, got {options.param!r}") from None
+        raise UnknownBrain(f"shadow's threshold must be a number, got {text!r}") from None
     if not 0.0 < value <= 1.0:
         raise UnknownBrain(f"shadow's threshold must be in (0, 1], got {value}")
-    return value
+    mode = mode or SHADOW_MODE
+    if mode not in MODES:
+        raise UnknownBrain(f"shadow's map: unknown belief mode {mode!r}; known: {', '.join(MODES)}")
+    return value, mode
 
 
 @VOLDEMORT_BRAINS.register(
-    "shadow", description="relocates when Harry's inferred belief peaks (shadow:THRESHOLD)"
+    "shadow",
+    description="relocates when Harry's inferred belief peaks (shadow:THRESHOLD[:MODE])",
 )
 def _shadow(options: BrainOptions) -> ShadowVoldemort:
-    return ShadowVoldemort(options.rules, _float_param(options, 0.5))
+    return ShadowVoldemort(options.rules, *_shadow_params(options))
 
 
 @VOLDEMORT_BRAINS.register(
