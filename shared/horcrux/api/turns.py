@@ -4,6 +4,7 @@ The events table's stream (NEW_IMAGE) carries every event; the `harry_turn` and
 `voldemort_turn` functions are subscribed with a filter on the event item's `next_ai`
 attribute, so each gets only the records after which its seat must act (docs/API.md).
 A record is idempotent to replay: `play_ai_turn` skips a game that moved past its seq.
+`report_turn` is what both functions log and emit of each turn's outcome.
 """
 
 from __future__ import annotations
