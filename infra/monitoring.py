@@ -12,11 +12,16 @@ Every alarm fires on one 5-minute period, treats missing data as fine and notifi
   much of a scope's memory at once; what it would drop is quarantined for review, docs/ECHO.md);
 - the compaction's `MemoryEvicted` metric (>= 1: a level's budget evicted items);
 - the compaction's `MemoryCorrectionConflict` metric (>= 1: games contradict an operator's
-  correction; confirm or retire it).
+  correction; confirm or retire it);
+- per turn function (harry_turn, voldemort_turn): its `MemoryPinUnreadable` metric (>= 1: a
+  game's memory pin did not decode; the turn played without memory, the pin is kept in the
+  game's snapshot for review).
 
 The dashboard also graphs an AI Harry's memory start-ups (`MemoryRead`, `MemoryRebuilt`,
-`MemoryUnavailable`, from the harry_turn function). A rebuild is not alarmed: a schema
-change legitimately rebuilds every scope once.
+`MemoryUnavailable`, from the harry_turn function) and the memory pins (`MemoryPinUnreadable`
+of both turn functions, `MemoryCopied` of the voldemort_turn function: a Voldemort's copy of
+Harry's brain adopted the pin). A rebuild is not alarmed: a schema change legitimately
+rebuilds every scope once.
 """
 
 from __future__ import annotations
@@ -72,6 +77,18 @@ def memory_conflict_metric() -> cloudwatch.Metric:
 def memory_startup_metrics() -> list[cloudwatch.IMetric]:
     """An AI Harry's first-turn memory reads, good and rebuilt (the harry_turn function)."""
     return [service_metric(n, names.HARRY_TURN_SERVICE) for n in names.MEMORY_STARTUP_METRICS]
+
+
+def memory_pin_metrics() -> list[cloudwatch.IMetric]:
+    """The memory pins of both turn functions: unreadable (each), copied (Voldemort's)."""
+    unreadable = [
+        service_metric(names.MEMORY_PIN_METRIC, service)
+        for service in names.PIN_ALARM_SERVICES.values()
+    ]
+    return [
+        *unreadable,
+        service_metric(names.MEMORY_COPIED_METRIC, names.VOLDEMORT_TURN_SERVICE),
+    ]
 
 
 class Monitoring(Construct):
@@ -179,6 +196,14 @@ class Monitoring(Construct):
             1,
             "games contradict an operator's memory correction (confirm or retire it)",
         )
+        for name, service in names.PIN_ALARM_SERVICES.items():
+            self._alarm(
+                f"{pascal(name)}{names.MEMORY_PIN_METRIC}",
+                service_metric(names.MEMORY_PIN_METRIC, service),
+                1,
+                f"the {name} function met a memory pin that does not decode (kept; played "
+                "without memory)",
+            )
         self.dashboard = self._dashboard(storage, api, functions, dead_letter_queues)
 
     def _alarm(
@@ -252,6 +277,7 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             graph("Memory start-ups (AI Harry)", memory_startup_metrics()),
             graph("Memory leaks prevented", [memory_leak_metric()]),
+            graph("Memory pins (unreadable, copied)", memory_pin_metrics()),
         )
         dashboard.add_widgets(
             *(

@@ -59,11 +59,19 @@ METRICS_NAMESPACE: Final = "HorcruxHunt"
 COMPACTION_SERVICE: Final = "compaction"  # Powertools' `service` dimension of its metrics
 REPLAY_MISMATCH_METRIC: Final = "ReplayMismatch"
 HARRY_TURN_SERVICE: Final = "horcrux-harry-turn"  # lambdas/harry_turn/handler.py
+VOLDEMORT_TURN_SERVICE: Final = "horcrux-voldemort-turn"  # lambdas/voldemort_turn/handler.py
 # cross-game memory (docs/ECHO.md): the compaction's leaky bucket, an AI Harry's start-up
 MEMORY_LEAK_METRIC: Final = "MemoryLeakPrevented"  # service: compaction
 MEMORY_EVICTED_METRIC: Final = "MemoryEvicted"  # the cap evicted items (service: compaction)
 MEMORY_CONFLICT_METRIC: Final = "MemoryCorrectionConflict"  # evidence contradicts a correction
 MEMORY_STARTUP_METRICS: Final = ("MemoryRead", "MemoryRebuilt", "MemoryUnavailable")
+# any AI turn whose memory pin (the snapshot's) did not decode: harry_turn and voldemort_turn
+MEMORY_PIN_METRIC: Final = "MemoryPinUnreadable"
+MEMORY_COPIED_METRIC: Final = "MemoryCopied"  # a Voldemort's copy of Harry's brain adopted it
+PIN_ALARM_SERVICES: Final = {
+    "harry_turn": HARRY_TURN_SERVICE,
+    "voldemort_turn": VOLDEMORT_TURN_SERVICE,
+}
 
 # ------------------------------------------------------------------ stream consumers
 # the compaction's filter (docs/COMPACTION.md): INSERTs of a final event only; TTL deletions

@@ -585,6 +585,30 @@ def test_the_memory_leak_alarm_and_the_memory_start_up_graph(doc: Json) -> None:
         assert name in body
 
 
+@pytest.mark.parametrize(
+    ("function", "service"),
+    [("harry_turn", "horcrux-harry-turn"), ("voldemort_turn", "horcrux-voldemort-turn")],
+)
+def test_each_turn_function_alarms_on_an_unreadable_memory_pin(
+    function: str, service: str, doc: Json
+) -> None:
+    dimension = {"Name": "service", "Value": service}
+    (alarm,) = _find_alarm(doc, "MemoryPinUnreadable", dimension)
+    assert alarm["Namespace"] == "HorcruxHunt" and alarm["Statistic"] == "Sum"
+    assert alarm["Dimensions"] == [dimension]
+    assert alarm["Threshold"] == 1 and alarm["EvaluationPeriods"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    handler = (ROOT / "lambdas" / function / "handler.py").read_text()
+    assert (
+        f'service="{service}"' in handler and '"pin-unreadable": "MemoryPinUnreadable"' in handler
+    )
+    (dashboard,) = resources(doc, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    assert all(name in body for name in ("MemoryPinUnreadable", "MemoryCopied", service))
+    voldemort = (ROOT / "lambdas" / "voldemort_turn" / "handler.py").read_text()
+    assert '"copied": "MemoryCopied"' in voldemort
+
+
 def test_the_operator_token_lives_in_a_secret_the_stack_owns(
     stack: HorcruxStack, doc: Json
 ) -> None:

@@ -414,6 +414,80 @@ def test_a_mirror_voldemorts_copy_plays_the_memory_pinned_for_harry(store: Memor
     assert service.make_brain(broken, "voldemort").brain.copy.belief.models == MODES["aware"]
 
 
+BAD_PIN = b"{not json"
+
+
+def pin_store(store: GameStore, game_id: str, pin: bytes) -> None:
+    """Put `pin` in the game's stored snapshot (a repair: version + 1)."""
+    snap = store.load(game_id)
+    pinned = snap.model_copy(
+        update={"version": snap.version + 1, "beliefs": {**snap.beliefs, ECHO_KEY: pin}}
+    )
+    store.repair_snapshot(snap.version, pinned)
+
+
+def test_an_unreadable_pin_is_counted_and_kept_and_harry_plays_without_it(
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = GameService(store)
+    gid = service.create_game(ai("planner"), ai(), rules="classic", seed=24)["game_id"]
+    pin_store(store, gid, BAD_PIN)
+    with caplog.at_level("WARNING", logger="horcrux.service.ai"):
+        first = service.play_ai_turn(gid, "harry", 0)
+    assert first.status == "played" and first.memory == "pin-unreadable"
+    assert f"unreadable memory pin in game {gid}" in caplog.text
+    assert store.load(gid).beliefs[ECHO_KEY] == BAD_PIN  # kept for review
+    outcomes = service.dispatch(gid)  # every later turn: the same pin, still unreadable
+    assert store.load(gid).state.over
+    harry = [o.memory for o in outcomes if o.seat == "harry"]
+    assert harry and set(harry) == {"pin-unreadable"}
+    assert all(o.memory is None for o in outcomes if o.seat == "voldemort")  # no copy
+    assert store.load(gid).beliefs[ECHO_KEY] == BAD_PIN
+    assert service.memory_counts["pin-unreadable"] == 1 + len(harry)
+    assert service.memory_counts["applied"] == 0
+
+
+def test_an_unreadable_first_turn_pin_is_stored_for_review(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from horcrux.service import ai as service_ai
+
+    def read(*args: Any) -> service_ai.MemoryRead:
+        return service_ai.MemoryRead(pin=BAD_PIN, status="read")
+
+    monkeypatch.setattr(service_ai, "read_memory", read)
+    service = GameService(store)
+    gid = service.create_game(ai("planner"), HUMAN, rules="classic", seed=25)["game_id"]
+    first = service.play_ai_turn(gid, "harry", 0)
+    assert first.status == "played" and first.memory == "pin-unreadable"
+    assert store.load(gid).beliefs[ECHO_KEY] == BAD_PIN
+
+
+def test_a_mirror_voldemort_reports_the_copied_or_unreadable_pin(store: MemoryStore) -> None:
+    from dataclasses import asdict
+
+    from horcrux.echo.use import joined_models, rate_models
+
+    models = joined_models(rate_models({"relocates": 0.9, "immediate": 0.2}))
+    good = json.dumps({"v": 2, "models": [asdict(m) for m in models], "line": None}).encode()
+    service = GameService(store)
+    for pin, memory in ((good, "copied"), (BAD_PIN, "pin-unreadable")):
+        gid = service.create_game(ai("planner"), ai("mirror"), rules="classic", seed=26)["game_id"]
+        pin_store(store, gid, pin)
+        assert service.play_ai_turn(gid, "harry", 0).status == "played"
+        turn = service.play_ai_turn(gid, "voldemort", 1)
+        assert (turn.status, turn.memory) == ("played", memory)
+        assert store.load(gid).state.seq == 2
+        assert store.load(gid).beliefs[ECHO_KEY] == pin  # untouched, for review
+        assert service.play_ai_turn(gid, "harry", 2).status == "played"
+        assert store.load(gid).beliefs[ECHO_KEY] == pin
+    assert service.memory_counts["copied"] == 1
+    assert service.memory_counts["pin-unreadable"] == 3  # Harry twice, Voldemort once
+    unpinned = service.create_game(ai("planner"), ai("mirror"), rules="classic", seed=27)
+    outcomes = service.dispatch(unpinned["game_id"])
+    assert all(o.memory is None for o in outcomes if o.seat == "voldemort")  # nothing pinned
+
+
 def test_the_service_keeps_nothing_per_call_between_turns(store: MemoryStore) -> None:
     service = GameService(store)
     before = set(vars(service))

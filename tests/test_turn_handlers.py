@@ -26,7 +26,7 @@ from api_fixtures import (
 
 from horcrux.api.turns import filter_pattern
 from horcrux.models import Search
-from horcrux.service import GameService, SeatRequest
+from horcrux.service import ECHO_KEY, GameService, SeatRequest
 from horcrux.store import DynamoDbStore
 
 AI = SeatRequest(kind="ai")
@@ -199,6 +199,49 @@ def test_an_ai_harrys_first_turn_reports_its_memory_read_or_rebuild(
     # the next turn of that game reads nothing: the memory is pinned in its snapshot
     pump.pump()
     assert "MemoryRebuilt" not in emitted_metrics(capsys.readouterr().out)
+
+
+def pin_game(store: DynamoDbStore, game_id: str, pin: bytes) -> None:
+    """Put `pin` in the game's stored snapshot as its memory pin (a repair: version + 1)."""
+    snap = store.load(game_id)
+    beliefs = {**snap.beliefs, ECHO_KEY: pin}
+    store.repair_snapshot(
+        snap.version, snap.model_copy(update={"version": snap.version + 1, "beliefs": beliefs})
+    )
+
+
+def test_both_turn_functions_report_an_unreadable_pin_and_a_copied_one(
+    dynamo: DynamoDbStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import asdict
+
+    from horcrux.echo.use import joined_models, rate_models
+
+    service = GameService(dynamo)
+    players = (SeatRequest(kind="ai", brain="planner"), SeatRequest(kind="ai", brain="mirror"))
+    harry, voldemort = load_handler("harry_turn"), load_handler("voldemort_turn")
+    bad = service.create_game(*players, rules="classic", seed=12)["game_id"]
+    pin_game(dynamo, bad, b"{not json")
+    capsys.readouterr()
+    harry.lambda_handler(batch(stream_record(bad, 0, "harry")), FakeContext())
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("MemoryPinUnreadable") == 1 and got.get("AiTurn_played") == 1
+    assert "MemoryRead" not in got
+    voldemort.lambda_handler(batch(stream_record(bad, 1, "voldemort")), FakeContext())
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("MemoryPinUnreadable") == 1 and got.get("AiTurn_played") == 1
+    assert "MemoryCopied" not in got
+    snap = dynamo.load(bad)
+    assert snap.state.seq == 2 and snap.beliefs[ECHO_KEY] == b"{not json"  # kept for review
+    models = joined_models(rate_models({"relocates": 0.9, "immediate": 0.2}))
+    good = json.dumps({"v": 2, "models": [asdict(m) for m in models], "line": None}).encode()
+    copied = service.create_game(*players, rules="classic", seed=13)["game_id"]
+    pin_game(dynamo, copied, good)
+    harry.lambda_handler(batch(stream_record(copied, 0, "harry", n=2)), FakeContext())
+    assert "MemoryPinUnreadable" not in emitted_metrics(capsys.readouterr().out)
+    voldemort.lambda_handler(batch(stream_record(copied, 1, "voldemort", n=2)), FakeContext())
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("MemoryCopied") == 1 and "MemoryPinUnreadable" not in got
 
 
 @pytest.mark.parametrize("name", ["api", "harry_turn", "voldemort_turn"])

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from horcrux.api.turns import turn_record_handler
+from horcrux.api.turns import report_turn, turn_record_handler
 from horcrux.secrets import AnthropicKey
 from horcrux.service import GameService, TurnOutcome
 from horcrux.settings import turn_settings
@@ -40,22 +40,21 @@ service = GameService(  # the boto3 client is created at the first call
 )
 
 
-MEMORY_METRICS = {"read": "MemoryRead", "rebuilt": "MemoryRebuilt", "error": "MemoryUnavailable"}
-"""Cross-game memory at an AI Harry's first turn (docs/ECHO.md), one metric per read: a
-good read, a rebuild after the start-up check's mismatch (missing, stale, schema, scope,
-unreadable), or memory unavailable (the game plays without it)."""
+MEMORY_METRICS = {
+    "read": "MemoryRead",
+    "rebuilt": "MemoryRebuilt",
+    "error": "MemoryUnavailable",
+    "pin-unreadable": "MemoryPinUnreadable",
+}
+"""Cross-game memory of an AI Harry's turn (docs/ECHO.md), one metric per turn that used
+it: at the first turn a good read, a rebuild after the start-up check's mismatch (missing,
+stale, schema, scope, unreadable), or memory unavailable (the game plays without it); at
+any turn, a pin in the snapshot that does not decode (the turn plays without memory, the
+pin is kept; alarmed)."""
 
 
 def _report(outcome: TurnOutcome) -> None:
-    logger.info("ai turn", extra=outcome.as_dict())
-    metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
-    if outcome.status == "played":
-        metrics.add_metric(
-            name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
-        )
-    memory = MEMORY_METRICS.get((outcome.memory or "").split(":")[0])
-    if memory is not None:
-        metrics.add_metric(name=memory, unit=MetricUnit.Count, value=1)
+    report_turn(outcome, metrics, logger, MEMORY_METRICS)
 
 
 record_handler = turn_record_handler(service, "harry", on_outcome=_report)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from horcrux.api.turns import turn_record_handler
+from horcrux.api.turns import report_turn, turn_record_handler
 from horcrux.secrets import AnthropicKey
 from horcrux.service import GameService, TurnOutcome
 from horcrux.settings import turn_settings
@@ -40,13 +40,14 @@ service = GameService(  # the boto3 client is created at the first call
 )
 
 
+MEMORY_METRICS = {"copied": "MemoryCopied", "pin-unreadable": "MemoryPinUnreadable"}
+"""Cross-game memory of a Voldemort running a copy of Harry's brain (`mirror`, `ambush`;
+docs/ECHO.md), one metric per turn: the copy adopted the memory pinned for Harry, or the
+pin does not decode (the copy plays without memory, the pin is kept; alarmed)."""
+
+
 def _report(outcome: TurnOutcome) -> None:
-    logger.info("ai turn", extra=outcome.as_dict())
-    metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
-    if outcome.status == "played":
-        metrics.add_metric(
-            name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
-        )
+    report_turn(outcome, metrics, logger, MEMORY_METRICS)
 
 
 record_handler = turn_record_handler(service, "voldemort", on_outcome=_report)

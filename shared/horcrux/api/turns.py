@@ -4,14 +4,16 @@ The events table's stream (NEW_IMAGE) carries every event; the `harry_turn` and
 `voldemort_turn` functions are subscribed with a filter on the event item's `next_ai`
 attribute, so each gets only the records after which its seat must act (docs/API.md).
 A record is idempotent to replay: `play_ai_turn` skips a game that moved past its seq.
+`report_turn` is what both functions log and emit of each turn's outcome.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -19,6 +21,9 @@ from horcrux.models import Seat
 from horcrux.service import GameService, TurnOutcome, TurnRequest
 from horcrux.store import codec
 from horcrux.store.port import SEATS
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Metrics
 
 DEADLINE_MARGIN_S = 2.0
 """Kept from the Lambda's remaining time for the commit and the response."""
@@ -86,3 +91,24 @@ def turn_record_handler(
         return outcome.as_dict()
 
     return record_handler
+
+
+def report_turn(
+    outcome: TurnOutcome,
+    metrics: Metrics,
+    logger: Logger,
+    memory_metrics: Mapping[str, str],
+) -> None:
+    """What a turn Lambda reports of one turn: the outcome, logged; `AiTurn_<status>`;
+    `AiTurnLatency` of a played turn; and one memory metric, `memory_metrics[kind]`,
+    where `kind` is `outcome.memory` up to its first `:` (`rebuilt:stale` -> `rebuilt`).
+    A memory status the map does not name emits no memory metric."""
+    logger.info("ai turn", extra=outcome.as_dict())
+    metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
+    if outcome.status == "played":
+        metrics.add_metric(
+            name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
+        )
+    memory = memory_metrics.get((outcome.memory or "").split(":")[0])
+    if memory is not None:
+        metrics.add_metric(name=memory, unit=MetricUnit.Count, value=1)

@@ -98,7 +98,8 @@ class GameService:
         self.brain_settings: BrainSettings = brain_settings or dict
         self.memory_counts: Counter[str] = Counter()
         """Running totals: `read`, `rebuilt:<why>` (the start-up check's mismatches),
-        `error`, `applied`."""
+        `error`, `applied`, `pin-unreadable` (a pin that did not decode), `copied` (a
+        Voldemort's copy of Harry's brain adopted the pin)."""
 
     @property
     def scope_store(self) -> ScopeStore | None:

@@ -49,14 +49,22 @@ ECHO_KEY = "harry.echo"
 cross-game memory (adversary models, memory line), so later turns rebuild the same brain
 without reading the memory again (docs/ECHO.md)."""
 
+PIN_UNREADABLE = "pin-unreadable"
+"""The memory status of a turn whose pin did not decode: the game plays the turn without
+memory, the pin stays in the snapshot for review, the turn Lambdas alarm on it."""
+COPIED = "copied"
+"""The memory status of a Voldemort turn whose copy of Harry's brain adopted the pin."""
+
 
 @dataclass(frozen=True)
 class MemoryRead:
     """What an AI Harry reads from cross-game memory for one turn.
 
     `pin`: the blob to build the brain with (pinned in the snapshot after the first turn;
-    None: nothing learned, or no memory). `status`: `read`, `rebuilt:<why>`, `error`, or
-    None when the memory item was not read (a later turn, a store without memory)."""
+    None: nothing learned, or no memory). `status`: `read`, `rebuilt:<why>`, `error`,
+    `pin-unreadable` (the pin did not decode: the brain plays without it), or None when
+    the memory item was not read and the pin applied (a later turn, a store without
+    memory)."""
 
     pin: bytes | None = None
     status: str | None = None
@@ -69,9 +77,11 @@ class MadeBrain:
     brain: Any
     restored: bool = False
     pin: bytes | None = None
-    """The memory pin applied to the brain: kept in the snapshot after its first turn."""
+    """The memory pin of Harry's brain (applied, or unreadable: memory `pin-unreadable`):
+    kept in the snapshot after its first turn."""
     memory: str | None = None
-    """`MemoryRead.status` of this turn (None: memory was not read)."""
+    """Harry: `MemoryRead.status` of this turn (None: memory was not read). Voldemort:
+    `copy_memory`'s status (`copied`, `pin-unreadable`; None: nothing copied)."""
 
 
 def rebuilt_from_view(brain: Any) -> bool:
@@ -139,8 +149,10 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
 def apply_memory(
     store: GameStore, snapshot: GameSnapshot, brain: Any, counts: Counter[str]
 ) -> MemoryRead:
-    """Give `brain` what cross-game memory holds for it; the read, with `pin` set only if
-    it was applied (None: no memory planner, nothing learned, or an unreadable pin)."""
+    """Give `brain` what cross-game memory holds for it; the read, with `pin` set if it
+    was applied (None: no memory planner, nothing learned). A pin that does not decode is
+    counted, logged and kept (`pin` set, so it stays in the snapshot for review) with the
+    status `pin-unreadable`: the brain plays without memory."""
     planner = memory_planner(brain)
     if planner is None:
         return MemoryRead()
@@ -153,7 +165,8 @@ def apply_memory(
         body = _adopt_pin(planner, read.pin)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
-        return MemoryRead(status=read.status)
+        counts[PIN_UNREADABLE] += 1
+        return MemoryRead(pin=read.pin, status=PIN_UNREADABLE)
     if isinstance(brain, GatedHarry) and body.get("line"):
         brain.memory.memory_line = str(body["line"])
     counts["applied"] += 1
@@ -176,17 +189,25 @@ def _adopt_pin(planner: Any, pin: bytes) -> dict[str, Any]:
     return dict(body)
 
 
-def copy_memory(snapshot: GameSnapshot, brain: Any) -> None:
+def copy_memory(snapshot: GameSnapshot, brain: Any, counts: Counter[str]) -> str | None:
     """A Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`: an
     `adopt_memory` method) gets the memory pinned for this game's Harry: it comes from
-    past games Voldemort saw whole, by code he has read. Nothing pinned: nothing to copy."""
+    past games Voldemort saw whole, by code he has read.
+
+    Returns `copied`, `pin-unreadable` (the pin did not decode: counted, logged, left in
+    the snapshot; the copy plays without memory) or None (nothing pinned, or a brain
+    without a copy: nothing to copy)."""
     pin = snapshot.beliefs.get(ECHO_KEY)
     if pin is None or not callable(getattr(brain, "adopt_memory", None)):
-        return
+        return None
     try:
         _adopt_pin(brain, pin)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
+        counts[PIN_UNREADABLE] += 1
+        return PIN_UNREADABLE
+    counts[COPIED] += 1
+    return COPIED
 
 
 def make_brain(
@@ -207,11 +228,12 @@ def make_brain(
     rules = snapshot.state.rules
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
     brain: Any = registry.create(info.brain, rules, for_seat=True, settings=dict(settings or {}))
+    counts = counts if counts is not None else Counter()
     read = MemoryRead()
     if seat == "harry":
-        read = apply_memory(store, snapshot, brain, counts if counts is not None else Counter())
+        read = apply_memory(store, snapshot, brain, counts)
     else:
-        copy_memory(snapshot, brain)
+        read = MemoryRead(status=copy_memory(snapshot, brain, counts))
     data = snapshot.beliefs.get(seat)
     restore = getattr(type(brain), "restore", None)
     if data and callable(restore):
@@ -378,11 +400,14 @@ def pending_ai(store: GameStore, game_id: str) -> TurnRequest | None:
 
 
 __all__ = [
+    "COPIED",
     "ECHO_KEY",
+    "PIN_UNREADABLE",
     "MadeBrain",
     "MemoryRead",
     "apply_memory",
     "belief_of",
+    "copy_memory",
     "decide",
     "dispatch",
     "fallback_move",

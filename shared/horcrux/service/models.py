@@ -148,9 +148,11 @@ class TurnOutcome:
     action: Payload | None = None
     seconds: float = 0.0
     memory: str | None = None
-    """What this turn did with cross-game memory (an AI Harry's first turn only): `read`
-    (a good read), `rebuilt:<why>` (the start-up check's mismatch, rebuilt), `error`
-    (unavailable); None: memory was not read."""
+    """What this turn did with cross-game memory. An AI Harry's first turn: `read` (a good
+    read), `rebuilt:<why>` (the start-up check's mismatch, rebuilt), `error` (unavailable).
+    Any AI turn: `pin-unreadable` (the memory pinned in the snapshot did not decode: the
+    turn plays without it, the pin is kept). A Voldemort running a copy of Harry's brain:
+    `copied` (the copy adopted the pin). None: memory was not read."""
 
     def as_dict(self) -> Payload:
         return {
