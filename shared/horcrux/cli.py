@@ -389,7 +389,9 @@ def _write_llm(out: Any, data: dict[str, Any], result: dict[str, Any], args: Any
 
 def _grid_images(out: Any, data: dict[str, Any]) -> list[str]:
     """The grid's figures as its last run wrote them (so a re-render keeps them)."""
-    names = [f"entropy-race-{v}.png" for v in data["entropy_race"]]
+    from horcrux.evaluation.runner import image_name
+
+    names = [image_name("entropy-race", v) for v in data["entropy_race"]]
     names += ["win-rates.png", "memory-window.png", "tokens-by-tier.png"]
     return [n for n in names if (out / "img" / n).exists()]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from horcrux.evaluation.report import REFERENCE_FIGURES
-from horcrux.evaluation.runner import WINDOW_FULL_MEMORY
+from horcrux.evaluation.runner import WINDOW_FULL_MEMORY, image_name
 
 PLANNER_WINDOWS = (8, 16, 32)
 
@@ -92,7 +92,7 @@ def entropy_race(report: dict[str, Any], out: Path, voldemort: str = "reference"
     ex.set_xlabel("turn")
     ex.set_ylabel("entropy (bits)")
     fig.tight_layout()
-    name = f"entropy-race-{voldemort}.png"
+    name = image_name("entropy-race", voldemort)
     fig.savefig(out / name, dpi=110)
     plt.close(fig)
     return name

@@ -45,11 +45,26 @@ HARRY_ARCHITECTURES = (
     "gated",
     "oracle",
 )
-VOLDEMORT_ADVERSARIES = ("reference", "passive", "random", "delayed", "shadow", "mirror", "ambush")
+VOLDEMORT_ADVERSARIES = (
+    "reference",
+    "passive",
+    "random",
+    "delayed",
+    "shadow",
+    "shadow:0.5:aware",
+    "mirror",
+    "ambush",
+)
 """The report's adversaries: the rules' reference, the controls (`passive`, `random`),
-`delayed`, and the three that read Harry's belief (`shadow` a level-0 map of it,
-`mirror` a copy of his brain, `ambush` mirror's trigger with what the planner does not
-model; `horcrux.agents.adversaries`)."""
+`delayed`, and the four that read Harry's belief (`shadow` a level-0 map of it,
+`shadow:0.5:aware` the default planner's own map, `mirror` a copy of his brain, `ambush`
+mirror's trigger with what the planner does not model; `horcrux.agents.adversaries`)."""
+
+
+def image_name(prefix: str, voldemort: str) -> str:
+    """A figure's file name for one adversary: a spec's `:` becomes `-`
+    (`entropy-race-shadow-0.5-aware.png`), which every file system and URL takes."""
+    return f"{prefix}-{voldemort.replace(':', '-')}.png"
 BASELINE = "planner"
 WINDOW_FULL_MEMORY = "planner-window:full"
 """The memory-window brain remembering the whole game (the ablation's full-memory point):
@@ -243,6 +258,7 @@ __all__ = [
     "HARRY_ARCHITECTURES",
     "VOLDEMORT_ADVERSARIES",
     "GameRecord",
+    "image_name",
     "jobs_for",
     "play_traced",
     "run_grid",
