@@ -65,6 +65,8 @@ def image_name(prefix: str, voldemort: str) -> str:
     """A figure's file name for one adversary: a spec's `:` becomes `-`
     (`entropy-race-shadow-0.5-aware.png`), which every file system and URL takes."""
     return f"{prefix}-{voldemort.replace(':', '-')}.png"
+
+
 BASELINE = "planner"
 WINDOW_FULL_MEMORY = "planner-window:full"
 """The memory-window brain remembering the whole game (the ablation's full-memory point):
