@@ -386,3 +386,16 @@ def test_figure_names_take_no_colon_from_a_spec() -> None:
     assert "shadow:0.5:aware" in VOLDEMORT_ADVERSARIES
     names = {image_name("entropy-race", v) for v in VOLDEMORT_ADVERSARIES}
     assert len(names) == len(VOLDEMORT_ADVERSARIES) and not any(":" in n for n in names)
+
+
+def test_figures_read_back_from_the_sorted_json_keep_the_runs_order() -> None:
+    """The committed JSON's keys are sorted; the report and the figures put the
+    adversaries and architectures back in the run's order."""
+    from horcrux.evaluation.report import in_adversary_order, in_architecture_order
+
+    root = Path(__file__).resolve().parent.parent / "docs"
+    data = json.loads((root / "evaluation.json").read_text())
+    assert list(data["results"]) == sorted(data["results"])  # as committed
+    assert in_adversary_order(data) == data["meta"]["voldemort"]
+    rows = data["results"]["reference"]
+    assert list(in_architecture_order(rows))[:3] == ["naive", "seed-heuristic", "planner"]

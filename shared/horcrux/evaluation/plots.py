@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from horcrux.evaluation.report import REFERENCE_FIGURES
+from horcrux.evaluation.report import REFERENCE_FIGURES, in_adversary_order, in_architecture_order
 from horcrux.evaluation.runner import WINDOW_FULL_MEMORY, image_name
 
 PLANNER_WINDOWS = (8, 16, 32)
@@ -98,11 +98,17 @@ def entropy_race(report: dict[str, Any], out: Path, voldemort: str = "reference"
     return name
 
 
+def _legend_outside(ax: Any) -> None:
+    """The legend right of the axes, where it hides no bar or point (one entry per
+    adversary: eight of them fill the plot's corner)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
 def win_rates(report: dict[str, Any], out: Path) -> str:
     plt = _pyplot()
-    voldemorts = list(report["results"])
-    harrys = list(report["results"][voldemorts[0]])
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    voldemorts = in_adversary_order(report)  # the run's order, also from the sorted JSON
+    harrys = list(in_architecture_order(report["results"][voldemorts[0]]))
+    fig, ax = plt.subplots(figsize=(11.5, 4.8))
     width = 0.8 / max(1, len(voldemorts))
     for i, v in enumerate(voldemorts):
         rows = report["results"][v]
@@ -120,10 +126,10 @@ def win_rates(report: dict[str, Any], out: Path) -> str:
     ax.set_ylabel("win rate (%), 95% Wilson CI")
     ax.set_ylim(0, 105)
     ax.set_title(f"Win rate by architecture ({report['meta']['games']} paired games each)")
-    ax.legend()
+    _legend_outside(ax)
     fig.tight_layout()
     name = "win-rates.png"
-    fig.savefig(out / name, dpi=110)
+    fig.savefig(out / name, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return name
 
@@ -145,8 +151,8 @@ def memory_window(report: dict[str, Any], out: Path) -> str | None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     drew = False
-    for v, rows in report["results"].items():
-        points = window_curve(rows)
+    for v in in_adversary_order(report):
+        points = window_curve(report["results"][v])
         if len(points) < 2:
             continue
         xs = [p[0] for p in points]
@@ -181,10 +187,10 @@ def memory_window(report: dict[str, Any], out: Path) -> str | None:
     ax.set_xlabel("events Harry remembers (W)")
     ax.set_ylabel("win rate (%)")
     ax.set_title("Same reasoning, different memory: the planner with a memory window")
-    ax.legend()
+    _legend_outside(ax)
     fig.tight_layout()
     name = "memory-window.png"
-    fig.savefig(out / name, dpi=110)
+    fig.savefig(out / name, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return name
 

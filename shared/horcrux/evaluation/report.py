@@ -299,7 +299,7 @@ def _f(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
+def in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
     """Rows in `HARRY_ARCHITECTURES` order, any others after them by name (a report read
     back from its JSON, whose keys are sorted, renders as the run wrote it)."""
     rank = {h: i for i, h in enumerate(HARRY_ARCHITECTURES)}
@@ -307,7 +307,7 @@ def _in_architecture_order(rows: dict[str, Any]) -> dict[str, Any]:
     return {h: rows[h] for h in order}
 
 
-def _in_adversary_order(report: dict[str, Any]) -> list[str]:
+def in_adversary_order(report: dict[str, Any]) -> list[str]:
     """The adversaries in the grid's order (`meta.voldemort`), whatever the JSON's key
     order (the committed JSON's keys are sorted)."""
     listed = [v for v in report.get("meta", {}).get("voldemort", []) if v in report["results"]]
@@ -339,8 +339,8 @@ def render_markdown(
     ]
     for img in images:
         lines += [f"![{img}](img/{img})", ""]
-    for v in _in_adversary_order(report):
-        rows = _in_architecture_order(report["results"][v])
+    for v in in_adversary_order(report):
+        rows = in_architecture_order(report["results"][v])
         lines += [
             f"## Against `{v}`",
             "",
@@ -519,6 +519,8 @@ __all__ = [
     "REPORT_KEYS",
     "build_report",
     "entropy_race",
+    "in_adversary_order",
+    "in_architecture_order",
     "reference_check",
     "render_markdown",
     "row",
