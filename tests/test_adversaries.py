@@ -5,6 +5,7 @@ randomisation."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +16,14 @@ from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_harry_view
 from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
-from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief, race_attack
+from horcrux.belief.bayes import (
+    AWARE_EXACT,
+    MODES,
+    AdversaryModel,
+    BayesBelief,
+    level_fill,
+    race_attack,
+)
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC, RuleSet, Sensor
@@ -512,6 +520,79 @@ def test_an_exact_model_predicts_mirrors_decoy_where_a_band_cannot() -> None:
         chance[mode] = (float(c[j]), int(np.argmax(c)))
     assert chance["aware-exact"][1] == j and chance["aware-exact"][0] > 0.5
     assert chance["aware"][0] < 0.5
+
+
+def test_level_fill_raises_the_lowest_locations_to_one_level() -> None:
+    values = np.array([0.3, 0.1, 0.0, 0.5])
+    # 0.25 fills 0.0 and 0.1 up to 0.175 (0.175 + 0.075 = 0.25), below the next, 0.3
+    p = level_fill(values, 0.25)
+    np.testing.assert_allclose(p, [0.0, 0.3, 0.7, 0.0])
+    after = values + 0.25 * p
+    assert after[1] == pytest.approx(after[2]) == pytest.approx(0.175)
+    assert min(after[0], after[3]) > after[1]
+    # a tiny mass goes to the lowest alone; a large one levels every location
+    np.testing.assert_array_equal(level_fill(values, 1e-12) > 0.0, [False, False, True, False])
+    everything = values + 2.0 * level_fill(values, 2.0)
+    np.testing.assert_allclose(everything, [0.725] * 4)
+
+
+_CROSS = [("b", "negative"), ("c", "positive"), ("c", "positive"), ("c", "positive")]
+
+
+def _crossed(model: AdversaryModel) -> BayesBelief:
+    """TINY after b-, c+, c+, c+: c reaches 0.966 >= 0.95 and the model moves it."""
+    belief = BayesBelief(TINY, "custom", models=(model,))
+    for turn, (loc, outcome) in enumerate(_CROSS, 1):
+        belief.update(_search(turn, loc, outcome))
+    return belief
+
+
+def test_a_fill_model_sends_the_horcrux_where_the_map_it_predicts_is_lowest() -> None:
+    """An adversary who reads Harry's map *after* Harry's prediction of the move sends the
+    Horcrux to that map's lowest free location. The exact model predicts "the lowest
+    before the move", b, and so lifts b to 0.97: the top of the map it predicts, the one
+    place such an adversary would never pick. The `fill` model levels its destinations:
+    a, b and d end equal, and whichever one the adversary picks is where Harry looks."""
+    exact = AdversaryModel("x", "belief", threshold=0.95, destination="low", plant=0.0, exact=True)
+    before = _crossed(exact).marginals()
+    np.testing.assert_allclose(before, [0.0151, 0.9698, 0.0, 0.0151], atol=1e-4)
+    assert int(np.argmax(before)) == 1  # the predicted destination is no longer low
+    levelled = _crossed(replace(exact, fill=True)).marginals()
+    np.testing.assert_allclose(levelled, [1 / 3, 1 / 3, 0.0, 1 / 3], atol=1e-12)
+
+
+def test_a_fill_model_survives_a_snapshot() -> None:
+    model = AdversaryModel(
+        "x", "belief", threshold=0.95, destination="low", plant=0.0, exact=True, fill=True
+    )
+    belief = _crossed(model)
+    again = BayesBelief.restore(TINY, belief.snapshot())
+    assert again.models == belief.models and again.models[0].fill
+    np.testing.assert_array_equal(again.marginals(), belief.marginals())
+
+
+def test_the_race_cost_scales_the_attack_cost() -> None:
+    # as in the race test above, but an attack costs 0.5 x 0.5: pi_a = (4/7 - 1/4) / (8/7)
+    _, model = _race_belief()
+    belief = BayesBelief(TINY, "custom", models=(replace(model, race_cost=0.5),))
+    belief.update(_search(1, "a", "positive"))
+    plan_ = belief.race_plan()
+    assert plan_ is not None
+    np.testing.assert_allclose(plan_, [9 / 32, 0.0, 0.0, 0.0])
+
+
+def test_aware_copy_is_the_exact_models_levelled_with_a_stronger_rule_model() -> None:
+    copy = MODES["aware-copy"]
+    assert [m.name for m in copy] == [m.name for m in AWARE_EXACT]
+    for mine, exact in zip(copy, AWARE_EXACT, strict=True):
+        reads_own = mine.motion == "belief" and mine.reads != "naive"
+        assert mine.fill is reads_own
+        if mine.reads == "rule":
+            assert (mine.prior, mine.race, mine.race_cost) == (0.3, 0.3, 0.7)
+        else:
+            assert replace(mine, fill=False) == exact
+    brain = HARRY_BRAINS.create("planner:aware-copy", CLASSIC)
+    assert isinstance(brain, PlannerHarry) and brain.belief.models == copy
 
 
 def test_model_information_is_where_the_models_disagree() -> None:

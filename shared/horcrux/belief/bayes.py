@@ -132,6 +132,12 @@ class AdversaryModel:
     lag: int = 0  # `trigger` motion: 0 moves at once after the positive; L > 0 moves the
     # Horcrux 1..L turns after it, the delay uniform (a positive at a location already
     # waiting for its move starts no second wait)
+    race_cost: float = 1.0  # `rule` models playing the race: an attack's cost, as a share
+    # of the thresholds for the spare attacks left (`race_attack`'s cost)
+    fill: bool = False  # `belief` models reading Harry's own map (`own`, `rule`): the
+    # moved Horcrux goes to the locations his map rates lowest *after this prediction*,
+    # levelled (`level_fill`), not to the lowest before it (which the prediction itself
+    # lifts off the bottom, so an adversary reading the final map never picks it)
 
 
 REFERENCE_LIKE = AdversaryModel("trigger", "trigger", trigger=1.0, plant=1.0)
@@ -307,6 +313,28 @@ MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (
     replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
 )
 MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
+COPY_RULE_PRIOR = 0.3
+"""`aware-copy`: the `rule` model's prior (0.05 in `aware`)."""
+COPY_RACE_COST = 0.7
+"""`aware-copy`: the race's cost of an attack, as a share of the thresholds' (1 in `aware-race`)."""
+COPY_RACE_FROM = 0.3
+"""`aware-copy`: the exposure from which the race plays (RACE_FROM, 0.2, in `aware-race`)."""
+
+
+def _copy_model(model: AdversaryModel) -> AdversaryModel:
+    if model.motion != "belief" or model.reads == "naive":
+        return model
+    model = replace(model, fill=True)
+    if model.reads == "rule":
+        model = replace(model, prior=COPY_RULE_PRIOR, race=COPY_RACE_FROM, race_cost=COPY_RACE_COST)
+    return model
+
+
+AWARE_COPY: tuple[AdversaryModel, ...] = tuple(_copy_model(m) for m in AWARE_EXACT)
+"""For an adversary who holds a copy of Harry's code (opt-in, `aware-copy`): the exact
+models, their own-map destinations levelled (`fill`), the `rule` model at prior 0.3, and
+the race from rho >= 0.3 at 0.7 of the thresholds' cost (docs/MEMORY.md)."""
+MODES["aware-copy"] = AWARE_COPY
 LAGGED: tuple[AdversaryModel, ...] = (
     AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
     AdversaryModel(
@@ -542,6 +570,34 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+def level_fill(values: FloatArray, mass: float) -> FloatArray:
+    """Where `mass` goes when it must leave the lowest of `values` level (water-filling):
+    p_x = max(0, L - v_x) / mass, the level L the least with sum_x max(0, L - v_x) = mass.
+
+    An adversary who reads Harry's map after Harry's own prediction of the move, and sends
+    the Horcrux to its lowest location, picks among the locations this leaves tied at L:
+    predicting "the lowest before the move" instead lifts that location by the predicted
+    mass, and the real destination is one the map keeps at its bottom (docs/MEMORY.md)."""
+    order = np.argsort(values, kind="stable")
+    low = values.take(order).tolist()
+    level = low[-1] + mass / len(low)
+    running = 0.0
+    for c, v in enumerate(low, start=1):  # the first c lowest rise to the level
+        running += v
+        candidate = (mass + running) / c
+        if c == len(low) or candidate <= low[c]:
+            level = candidate
+            break
+    out: FloatArray = np.maximum(0.0, level - values)
+    total = float(out.sum())
+    if total <= 0.0:  # no mass to place: the lowest location
+        out = np.zeros(len(values))
+        out[int(order[0])] = 1.0
+        return out
+    out /= total
+    return out
+
+
 @lru_cache(maxsize=64)
 def _scattered(n: int, k: int, scatter: float) -> FloatArray:
     """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
@@ -949,7 +1005,7 @@ class _Filters:
             full = _CLIP(harry["weights"] @ self.marginal(), 0.0, 1.0)
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
-            return self._move_race(i, model, plan, harry["attack"])
+            return self._move_race(i, model, plan, harry)
         n = tab.n
         rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
@@ -992,8 +1048,10 @@ class _Filters:
         self._marginal = None
         if idx is None:
             idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
-        band = EXACT_BAND if model.exact else LOW_BAND
-        dest = plan.dest(go, model.destination, model.scatter, band)
+        dest = self._filled(i, model, go, total, harry) if model.fill else None
+        if dest is None:
+            band = EXACT_BAND if model.exact else LOW_BAND
+            dest = plan.dest(go, model.destination, model.scatter, band)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
         contrib = np.empty((rows, len(go), n))
@@ -1002,12 +1060,11 @@ class _Filters:
         self.w[:-1, i] += incoming.reshape(rows, n_sets)
         return total
 
-    def _move_race(
-        self, i: int, model: AdversaryModel, plan: _BeliefPlan, attack: FloatArray
-    ) -> float:
+    def _move_race(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
         """A `rule` model against a Harry playing the race: the copy draws one location j
         with P(attack j) = attack[j]; every set holding j moves that Horcrux (one charge)
         to its destinations. The draws are exclusive, so all read the weights before."""
+        attack = harry["attack"]
         tab = self.tab
         w = self.w
         base = w[1:, i].copy()
@@ -1020,8 +1077,10 @@ class _Filters:
             if part <= 0.0:
                 continue
             total += part
-            band = EXACT_BAND if model.exact else LOW_BAND
-            dest = plan.dest(go, model.destination, model.scatter, band)
+            dest = self._filled(i, model, go, part, harry) if model.fill else None
+            if dest is None:
+                band = EXACT_BAND if model.exact else LOW_BAND
+                dest = plan.dest(go, model.destination, model.scatter, band)
             w[1:, i][:, go] -= moved
             contrib = moved[:, :, None] * dest[None, :, :]
             offsets = (np.arange(moved.shape[0]) * n_sets)[:, None, None]
@@ -1030,9 +1089,38 @@ class _Filters:
                 idx, weights=contrib.reshape(-1), minlength=moved.shape[0] * n_sets
             )
             w[:-1, i] += incoming.reshape(moved.shape[0], n_sets)
-        if total > 0.0:
-            self._marginal = None
+            self._marginal = None  # the next draw's levelled map holds this one
         return total
+
+    def _filled(
+        self, i: int, model: AdversaryModel, go: IntArray, mass: float, harry: Maps
+    ) -> FloatArray | None:
+        """(len(go), n): a `fill` model's destinations for the sets go, which move `mass`
+        of model i's weight: `level_fill` on Harry's whole map as it stands (every move
+        before this one made), the mixture's share of the move being model i's posterior
+        weight times `mass`; each set's row keeps its free locations, and the `scatter`
+        share goes anywhere free. None when there is nothing to level (no weights)."""
+        weights = harry.get("weights")
+        if weights is None:
+            return None
+        share = float(weights[i]) * mass
+        if share <= _TINY:
+            return None
+        tab = self.tab
+        current = _CLIP(weights @ self.marginal(), 0.0, 1.0)
+        self._marginal = None  # the move that follows changes it
+        level = level_fill(current, share)
+        rows = tab.free.take(go, axis=0) * level[None, :]
+        sums = _SUM(rows, 1, keepdims=True)
+        if not bool((sums > 0.0).all()):  # a set holding every levelled location
+            lowest = _BeliefPlan(tab, current).dest(go, "low", 0.0, EXACT_BAND)
+            rows = np.where(sums > 0.0, rows, lowest)
+            sums = _SUM(rows, 1, keepdims=True)
+        out: FloatArray = rows / sums
+        if model.scatter > 0.0:
+            out *= 1.0 - model.scatter
+            out += _scattered(tab.n, tab.k, model.scatter).take(go, axis=0)
+        return out
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
         """(rows, 1, 1): the first flat position of each charge level's sets."""
@@ -1591,7 +1679,7 @@ class BayesBelief:
         turns_left = self.rules.max_turns - self._next_turn + 1
         forced = turns_left <= k or turns_left <= attacks
         thresholds = rule.rule or RULE_THRESHOLDS
-        cost = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        cost = rule.race_cost * thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
         return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
@@ -1857,6 +1945,7 @@ class BayesBelief:
 
 __all__ = [
     "AWARE",
+    "AWARE_COPY",
     "AWARE_EXACT",
     "DEFAULT_MODE",
     "HAZARD",
@@ -1866,5 +1955,6 @@ __all__ = [
     "AdversaryModel",
     "BayesBelief",
     "binary_entropy",
+    "level_fill",
     "race_attack",
 ]
