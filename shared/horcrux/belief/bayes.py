@@ -367,6 +367,15 @@ class _Tables:
     swap_base: IntArray  # (n_sets,): the first row of each set in swap_rows
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
     set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
+    # a move's destinations restricted to the n-k free locations (a Horcrux never lands
+    # in its own set: those columns only ever add exact zeros): free_cols[s] the free
+    # locations of set s, ascending; swap_free[s * k + q] the rows S - {s_q} + {u} for u
+    # in free_cols[s]; with_j_rows[j] the swap_free row of each set holding j, moving j
+    free_cols: IntArray  # (n_sets, n-k)
+    swap_free: IntArray  # (n_sets * k, n-k)
+    with_j_rows: tuple[IntArray, ...]
+    q_rows: tuple[IntArray, ...]  # per q: s * k + q for every set s (swap_free's rows)
+    ones_free: FloatArray  # (n-k,)
 
 
 @lru_cache(maxsize=64)
@@ -414,6 +423,13 @@ def _tables(n: int, k: int) -> _Tables:
             for u in range(n):
                 if u not in s:
                     swap[i, j, u] = index[tuple(sorted((*rest, u)))]
+    free_cols = np.array(
+        [[u for u in range(n) if u not in s] for s in sets], dtype=np.intp
+    ).reshape(len(sets), n - k)
+    swap_free = np.array(
+        [[swap[i, j, u] for u in free_cols[i]] for i, s in enumerate(sets) for j in s],
+        dtype=np.intp,
+    ).reshape(len(sets) * k, n - k)
     return _Tables(
         n=n,
         k=k,
@@ -440,6 +456,13 @@ def _tables(n: int, k: int) -> _Tables:
             np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
             for q in range(k)
         ),
+        free_cols=free_cols,
+        swap_free=swap_free,
+        with_j_rows=tuple(
+            np.array([r * k + sets[r].index(j) for r in with_j[j]], dtype=np.intp) for j in range(n)
+        ),
+        q_rows=tuple(np.arange(len(sets), dtype=np.intp) * k + q for q in range(k)),
+        ones_free=np.ones(n - k),
     )
 
 
@@ -553,7 +576,7 @@ def _scattered(n: int, k: int, scatter: float) -> FloatArray:
 
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
-    the top occupancy among its locations (what a trigger reads) and the location holding
+    the top occupancy among its locations (what a trigger reads) and which of them holds
     it; for the sets that move, the rows they move to and the `low` destinations (the
     free locations within LOW_BAND of the lowest). Per-set tables are built once per map
     (when a model first needs them) and read with `take` (numpy's fancy indexing costs
@@ -574,15 +597,16 @@ class _BeliefPlan:
         if self._top is None:  # built once, when a threshold model needs it
             # column by column (the q-th lowest location of every set): k vector ops
             # instead of reductions along a short axis, which cost numpy far more
-            cols = self.tab.set_cols
-            values = [self.harry.take(c) for c in cols]
+            tab = self.tab
+            values = [self.harry.take(c) for c in tab.set_cols]
             top = values[0]
             for v in values[1:]:
                 top = np.maximum(top, v)
-            loc = cols[-1]  # the first of equals: the lowest location
-            for q in range(len(cols) - 2, -1, -1):
-                loc = np.where(values[q] >= top, cols[q], loc)
-            self._top = (top, loc)
+            # the first of equals (the lowest location), as its row of `swap_free`
+            row = tab.q_rows[-1]
+            for q in range(len(values) - 2, -1, -1):
+                row = np.where(values[q] >= top, tab.q_rows[q], row)
+            self._top = (top, row)
         return self._top
 
     @property
@@ -591,16 +615,47 @@ class _BeliefPlan:
         return self._tops()[0]
 
     @property
-    def top_loc(self) -> IntArray:
-        """Per set, the location holding its top occupancy."""
+    def top_row(self) -> IntArray:
+        """Per set s holding its top occupancy at its q-th location: s * k + q, the row of
+        `swap_free` where that Horcrux's moves take the set."""
         return self._tops()[1]
 
-    def targets(self, go: IntArray) -> IntArray:
-        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u (the
-        rows of `swap` at each set's top location, for the sets that move)."""
+    def free_dest(
+        self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
+    ) -> FloatArray:
+        """`dest` on each set's free locations only (`free_cols`: (len(go), n-k)), the same
+        doubles: a moved Horcrux never lands in its own set, where `dest` is 0."""
         tab = self.tab
-        out: IntArray = tab.swap_rows.take(tab.swap_base.take(go) + self.top_loc.take(go), axis=0)
-        return out
+        n, k = tab.n, tab.k
+        if band != LOW_BAND and destination == "low":  # an exact model: from the full rows
+            full = self.dest(go, destination, scatter, band)
+            out: FloatArray = np.take_along_axis(full, tab.free_cols.take(go, axis=0), axis=1)
+            return out
+        if destination != "low":  # uniform over the free ones: `anywhere`'s value
+            return np.full((len(go), n - k), 1.0 / (n - k))
+        self._low_tables()
+        assert self._band is not None and self._first is not None
+        # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
+        # order) the count of `low` destinations, 1 / count the same double as `low`'s
+        cells = (self._first.take(go) * n)[:, None] + tab.free_cols.take(go, axis=0)
+        low: FloatArray = self._band.take(cells)
+        low /= (low @ tab.ones_free)[:, None]
+        if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, as `dest` adds them
+            low *= 1.0 - scatter
+            low += scatter * (1.0 / (n - k))
+        return low
+
+    def _low_tables(self) -> None:
+        """`low`'s per-map tables: `_band` (k+1, n), 1.0 where within LOW_BAND of the p-th
+        lowest location (0/1 as floats: their products and row sums are exact, and
+        1.0 / count is the same double), and per set `_first`, the first of those k+1
+        lowest it lacks."""
+        if self._band is None or self._first is None:
+            tab = self.tab
+            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+            edge = self.harry.take(lowest) + LOW_BAND
+            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
+            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -611,15 +666,8 @@ class _BeliefPlan:
         it lacks (at position p); its `low` destinations are the free ones among `band[p]`,
         the locations within LOW_BAND of that one (a table of k+1 rows per map)."""
         tab = self.tab
-        if self._band is None or self._first is None:
-            k = tab.k
-            lowest = self.harry.argsort(kind="stable")[: k + 1]
-            edge = self.harry.take(lowest) + LOW_BAND
-            # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
-            # products and row sums are exact, and 1.0 / count is the same double)
-            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
-            # per set, p: the first of the k+1 lowest it lacks (the first False)
-            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
+        self._low_tables()
+        assert self._band is not None and self._first is not None
         low = self._band.take(self._first.take(go), axis=0)
         low *= tab.free.take(go, axis=0)
         low /= _SUM(low, 1, keepdims=True)
@@ -733,7 +781,6 @@ class _Filters:
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
         self._offset_cache: dict[tuple[int, int], IntArray] = {}
         self._row_bases: dict[tuple[int, int], IntArray] = {}
-        self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
@@ -950,7 +997,6 @@ class _Filters:
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             return self._move_race(i, model, plan, harry["attack"])
-        n = tab.n
         rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
         if model.reads == "rule":
@@ -961,7 +1007,7 @@ class _Filters:
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
             pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
-            idx = self._rule_targets(j, rows)
+            swaps = tab.with_j_rows[j]
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
@@ -978,7 +1024,7 @@ class _Filters:
                 return 0.0
             fire_go = fire.take(go)[:, None]
             pos = self._row_base(i).take(go, axis=0)  # w[1:, i, go]: flat positions, (go, R)
-            idx = None
+            swaps = None
         # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
         # the indexed axis first), which is the order its sum adds in
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
@@ -986,20 +1032,27 @@ class _Filters:
         moved = before * fire_go
         total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
-            if idx is None and not _ANY(self.w[1:, i], None):
+            if swaps is None and not _ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
         self._marginal = None
-        if idx is None:
-            idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
+        if swaps is None:
+            swaps = plan.top_row.take(go)
         band = EXACT_BAND if model.exact else LOW_BAND
-        dest = plan.dest(go, model.destination, model.scatter, band)
+        dest = plan.free_dest(go, model.destination, model.scatter, band)  # (go, n-k)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
-        # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
-        contrib = np.empty((rows, len(go), n))
-        np.multiply(moved.T[:, :, None], dest, out=contrib)
-        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=rows * n_sets)
-        self.w[:-1, i] += incoming.reshape(rows, n_sets)
+        # only the charge levels a..b-1 that move anything (a model's lower levels are
+        # often still empty) and the free locations: every other contribution is an exact
+        # 0 in its bin, so the bins add the same terms in the same order
+        live = _ANY(moved, 0).tolist()
+        a = live.index(True)
+        b = len(live) - live[::-1].index(True)
+        # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
+        contrib = np.empty((b - a, len(go), dest.shape[1]))
+        np.multiply(moved.T[a:b, :, None], dest, out=contrib)
+        idx = (tab.swap_free.take(swaps, axis=0) + self._offsets(b - a, n_sets)).reshape(-1)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=(b - a) * n_sets)
+        self.w[a:b, i] += incoming.reshape(b - a, n_sets)
         return total
 
     def _move_race(
@@ -1051,18 +1104,6 @@ class _Filters:
         if found is None:
             found = np.arange(sets)[:, None] + ((np.arange(1, rows) * m + i) * sets)[None, :]
             self._row_bases[key] = found
-        return found
-
-    def _rule_targets(self, j: int, rows: int) -> IntArray:
-        """Flat bins (r, set) where the sets holding j go when j's Horcrux moves to u,
-        for r = 0..rows-1: (rows x len(with_j) x n,), in that order."""
-        key = (self.tab.k, j, rows)
-        found = self._rule_bins.get(key)
-        if found is None:
-            tab = self.tab
-            targets = tab.swap[tab.with_j[j], j]
-            found = (targets + self._offsets(rows, len(tab.sets))).reshape(-1)
-            self._rule_bins[key] = found
         return found
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
