@@ -565,6 +565,20 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+def _charge_sum(w: FloatArray) -> FloatArray:
+    """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
+    adds the rows of the outer axis one after the other, so row by row additions give the
+    same doubles, without the cost of its reduction machinery."""
+    rows = w.shape[0]
+    if rows > 8 or rows < 2 or not w.flags.c_contiguous:
+        out: FloatArray = _SUM(w, 0)
+        return out
+    out = w[0] + w[1]
+    for r in range(2, rows):
+        out += w[r]
+    return out
+
+
 @lru_cache(maxsize=64)
 def _scattered(n: int, k: int, scatter: float) -> FloatArray:
     """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
@@ -812,7 +826,7 @@ class _Filters:
     def marginal(self) -> FloatArray:
         """(models, n): each model's P(real Horcrux at i)."""
         if self._marginal is None:
-            self._marginal = _SUM(self.w, 0) @ self.tab.memberf
+            self._marginal = _charge_sum(self.w) @ self.tab.memberf
         return self._marginal
 
     # ------------------------------------------------------------ observations
@@ -1331,6 +1345,13 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
 
 # ---------------------------------------------------------------- the belief map
 @lru_cache(maxsize=256)
+def _tie_ranks(n: int, turn: int) -> list[float]:
+    """`_tie_order` as Python floats, cached (never to be written)."""
+    ranks: list[float] = _tie_order(n, turn).tolist()
+    return ranks
+
+
+@lru_cache(maxsize=256)
 def _tie_order(n: int, turn: int) -> FloatArray:
     """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
     ranks = list(range(n))
@@ -1665,20 +1686,24 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        ranks = _tie_order(self._n, turn).tolist()
+        forced = turns_left <= k or turns_left <= attacks
         seen = own.tolist()
         top = max(seen)
+        thresholds = rule.rule or RULE_THRESHOLDS
+        threshold = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        if not forced and (
+            top <= threshold - rule.spread if rule.spread > 0.0 else top < threshold
+        ):
+            return out  # no attack: the top location is below every jittered threshold
+        ranks = _tie_ranks(self._n, turn)
         cut = top - 1e-9 * max(1.0, abs(top))
         best, rank = 0, math.inf  # the lowest tie rank among the near-top (ranks distinct)
         for i, value in enumerate(seen):
             if value >= cut and ranks[i] < rank:
                 best, rank = i, ranks[i]
-        if turns_left <= k or turns_left <= attacks:
+        if forced:
             out[best] = 1.0
             return out
-        thresholds = rule.rule or RULE_THRESHOLDS
-        spare = attacks - k
-        threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
         m = seen[best]
         if rule.spread > 0.0:
             p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
@@ -1768,13 +1793,15 @@ class BayesBelief:
         # (below 1, 1 - m_j is at least 2^-53, so no floor is needed)
         d, f = sensor.d, sensor.f
         n = len(m)
-        c = np.divide(decoy, 1.0 - m, out=np.zeros(n), where=m < 1.0)
+        free = 1.0 - m  # each difference computed once, used where the formulas read it
+        c = np.divide(decoy, free, out=np.zeros(n), where=m < 1.0)
         g = c * d + (1.0 - c) * f  # P(positive | no Horcrux)
-        p = m * d + (1.0 - m) * g  # P(positive)
+        p = m * d + free * g  # P(positive)
         q = _CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
-        logs = np.log2(np.concatenate((q, 1.0 - q)))
-        h = -(q * logs[: 2 * n] + (1.0 - q) * logs[2 * n :])  # h2 of p, then of g
-        out: FloatArray = h[:n] - m * binary_entropy(d) - (1.0 - m) * h[n:]
+        not_q = 1.0 - q
+        logs = np.log2(np.concatenate((q, not_q)))
+        h = -(q * logs[: 2 * n] + not_q * logs[2 * n :])  # h2 of p, then of g
+        out: FloatArray = h[:n] - m * binary_entropy(d) - free * h[n:]
         return out
 
     def model_information(self, sensor: Sensor) -> FloatArray:
