@@ -606,6 +606,7 @@ class _BeliefPlan:
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
         self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
+        self._values: list[float] | None = None  # the map in Python floats
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
@@ -627,6 +628,24 @@ class _BeliefPlan:
     def top(self) -> FloatArray:
         """Per set, the top occupancy among its locations."""
         return self._tops()[0]
+
+    def only_firing(self, model: AdversaryModel) -> tuple[int, float] | None:
+        """The one location whose occupancy fires a threshold model (above its threshold
+        lowered by `spread`; at least the threshold without one) and the probability it
+        fires, in Python floats (numpy's doubles); None when none or several can."""
+        if self._values is None:
+            self._values = self.harry.tolist()
+        if model.spread > 0.0:
+            lo = model.threshold - model.spread
+            above = [j for j, v in enumerate(self._values) if v > lo]
+        else:
+            above = [j for j, v in enumerate(self._values) if v >= model.threshold]
+        if len(above) != 1:
+            return None
+        j = above[0]
+        if model.spread <= 0.0:
+            return j, 1.0
+        return j, min(1.0, max(0.0, (self._values[j] - lo) / (2.0 * model.spread)))
 
     @property
     def top_row(self) -> IntArray:
@@ -790,6 +809,9 @@ class _Filters:
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
         self._plant_rates = self.p_plant.tolist()
+        # the models that may still plant (a rate above 0, decoys left), in model order;
+        # replaced, never mutated (lookahead copies share it)
+        self._planters = tuple(i for i, p in enumerate(self._plant_rates) if p > 0.0)
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
@@ -933,7 +955,7 @@ class _Filters:
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
-        if self.used.shape[1] > 1 and self.p_plant.any():
+        if self.used.shape[1] > 1 and self._planters:
             self._plant([1.0 - x for x in moved_total], evidence, harry)
 
     def _move_trigger(self, flat: FloatArray, i: int, moves: list[tuple[int, float]]) -> float:
@@ -1022,6 +1044,15 @@ class _Filters:
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
             pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
             swaps = tab.with_j_rows[j]
+        elif (single := plan.only_firing(model)) is not None:
+            # one location can fire the model: its sets are the ones holding it, every one
+            # with the same probability and that Horcrux the one to move (the rule model's
+            # tables; the same doubles as set by set below)
+            j, fire_j = single
+            go = tab.with_j[j]
+            fire_go = fire_j * model.trigger if model.trigger != 1.0 else fire_j
+            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            swaps = tab.with_j_rows[j]
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
@@ -1046,7 +1077,7 @@ class _Filters:
         moved = before * fire_go
         total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
-            if swaps is None and not _ANY(self.w[1:, i], None):
+            if model.reads != "rule" and not _ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
         self._marginal = None
@@ -1191,10 +1222,8 @@ class _Filters:
         self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
     ) -> None:
         # in Python floats: the same doubles as the array expressions
-        go_all = [  # p * max(0.0, x)
-            p * (x if x > 0.0 else 0.0) for p, x in zip(self._plant_rates, p_no_move, strict=True)
-        ]
-        left_all = [1.0 - x for x in self.used[:, -1].tolist()]
+        rates = self._plant_rates
+        last = self.used[:, -1].tolist()
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
         rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
@@ -1204,8 +1233,15 @@ class _Filters:
         # scalar loops in Python floats (the same operations, in the same order, as numpy
         # on these short rows; `array_sum` is numpy's summation): a handful of candidates
         # and a few models, where numpy's per-call cost would dominate
-        for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
-            if go <= 0.0 or left <= 0.0:
+        done: list[int] = []  # models whose decoys are all used, from now on
+        for i in self._planters:
+            x = p_no_move[i]
+            go = rates[i] * (x if x > 0.0 else 0.0)  # p * max(0.0, x)
+            left = 1.0 - last[i]
+            if left <= 0.0:
+                done.append(i)
+                continue
+            if go <= 0.0:
                 continue
             placement = self._placement[i]
             if placement == "belief" and harry is None:
@@ -1280,7 +1316,9 @@ class _Filters:
         if scattered:
             assert marginal is not None
             self._scatter(rows, marginal, scattered)
-        moving = [i for i, planted in enumerate(planted_all) if planted]
+        if done:  # P(every decoy used) = 1 only grows: they never plant again
+            self._planters = tuple(i for i in self._planters if i not in done)
+        moving = [i for i in self._planters if planted_all[i]]
         used = self.used
         if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
             shift = used[:, :-1] * np.array(planted_all)[:, None]
