@@ -565,6 +565,40 @@ def _blend(row: tuple[float, ...], trust: float) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- the filters
+# Flat positions into a filter's weights w (shape (rows, models, sets)), shared by every
+# filter of that shape (built once, not once a game; read-only: only ever indices)
+@lru_cache(maxsize=64)
+def _level_offsets(rows: int, n_sets: int) -> IntArray:
+    """(rows, 1, 1): the first flat position of each charge level's sets."""
+    out: IntArray = (np.arange(rows) * n_sets)[:, None, None]
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
+    """(sets, rows - 1): the flat position of model i's set s at r = 1..rows-1 charges."""
+    out: IntArray = np.arange(sets)[:, None] + ((np.arange(1, rows) * models + i) * sets)[None, :]
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _move_positions(
+    n: int, k: int, rows: int, models: int, j: int, i: int
+) -> tuple[IntArray, IntArray]:
+    """Flat positions of model i's sets holding j at r >= 1 charges, and of the sets
+    without j at r - 1 (a Horcrux moving from j spends a charge)."""
+    tab = _tables(n, k)
+    s = len(tab.sets)
+    start = (np.arange(rows - 1)[:, None] * models + i) * s  # (r - 1, model i, set 0)
+    up: IntArray = (start + models * s + tab.with_j[j][None, :]).reshape(-1)
+    down: IntArray = (start + tab.without_j[j][None, :]).reshape(-1)
+    up.setflags(write=False)
+    down.setflags(write=False)
+    return up, down
+
+
 def _charge_sum(w: FloatArray) -> FloatArray:
     """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
     adds the rows of the outer axis one after the other, so row by row additions give the
@@ -814,9 +848,6 @@ class _Filters:
         self._planters = tuple(i for i, p in enumerate(self._plant_rates) if p > 0.0)
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
-        self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
-        self._offset_cache: dict[tuple[int, int], IntArray] = {}
-        self._row_bases: dict[tuple[int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
@@ -1134,37 +1165,18 @@ class _Filters:
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
         """(rows, 1, 1): the first flat position of each charge level's sets."""
-        key = (rows, n_sets)
-        found = self._offset_cache.get(key)
-        if found is None:
-            found = (np.arange(rows) * n_sets)[:, None, None]
-            self._offset_cache[key] = found
-        return found
+        return _level_offsets(rows, n_sets)
 
     def _row_base(self, i: int) -> IntArray:
         """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
-        key = (sets, i)
-        found = self._row_bases.get(key)
-        if found is None:
-            found = np.arange(sets)[:, None] + ((np.arange(1, rows) * m + i) * sets)[None, :]
-            self._row_bases[key] = found
-        return found
+        return _row_positions(rows, m, sets, i)
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
         sets without j at r - 1 (a Horcrux moving from j spends a charge)."""
-        key = (self.tab.k, j, i)
-        found = self._index.get(key)
-        if found is None:
-            rows, m, s = self.w.shape
-            start = (np.arange(rows - 1)[:, None] * m + i) * s  # (r - 1, model i, set 0)
-            found = (
-                (start + m * s + self.tab.with_j[j][None, :]).reshape(-1),
-                (start + self.tab.without_j[j][None, :]).reshape(-1),
-            )
-            self._index[key] = found
-        return found
+        rows, m, _ = self.w.shape
+        return _move_positions(self.n, self.tab.k, rows, m, j, i)
 
     def _plant_on_map(
         self,
