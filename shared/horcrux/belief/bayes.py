@@ -722,7 +722,13 @@ class _BeliefPlan:
             lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
             edge = self.harry.take(lowest) + LOW_BAND
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
-            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
+            # the first False of member[:, lowest], as k vector ops from the last one (a
+            # reduction along that short axis costs numpy more)
+            lows = lowest.tolist()
+            first: IntArray = np.full(len(tab.sets), tab.k, dtype=np.intp)
+            for p in range(tab.k - 1, -1, -1):
+                first = np.where(tab.member_t[lows[p]], first, p)
+            self._first = first
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
