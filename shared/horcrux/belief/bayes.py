@@ -376,6 +376,7 @@ class _Tables:
     with_j_rows: tuple[IntArray, ...]
     q_rows: tuple[IntArray, ...]  # per q: s * k + q for every set s (swap_free's rows)
     ones_free: FloatArray  # (n-k,)
+    free_cols_j: tuple[IntArray, ...]  # per j: free_cols of the sets holding j (with_j[j])
 
 
 @lru_cache(maxsize=64)
@@ -463,6 +464,7 @@ def _tables(n: int, k: int) -> _Tables:
         ),
         q_rows=tuple(np.arange(len(sets), dtype=np.intp) * k + q for q in range(k)),
         ones_free=np.ones(n - k),
+        free_cols_j=tuple(free_cols.take(with_j[j], axis=0) for j in range(n)),
     )
 
 
@@ -583,6 +585,17 @@ def _row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
     return out
 
 
+@lru_cache(maxsize=1024)
+def _swap_bins(n: int, k: int, j: int, levels: int) -> IntArray:
+    """Flat bins (level, set) where the sets holding j go when j's Horcrux moves to each
+    of their free locations, for `levels` charge levels: (levels x len(with_j) x (n-k),)."""
+    tab = _tables(n, k)
+    swaps = tab.swap_free.take(tab.with_j_rows[j], axis=0)
+    out: IntArray = (swaps + _level_offsets(levels, len(tab.sets))).reshape(-1)
+    out.setflags(write=False)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _move_positions(
     n: int, k: int, rows: int, models: int, j: int, i: int
@@ -688,15 +701,23 @@ class _BeliefPlan:
         return self._tops()[1]
 
     def free_dest(
-        self, go: IntArray, destination: Destination, scatter: float, band: float = LOW_BAND
+        self,
+        go: IntArray,
+        destination: Destination,
+        scatter: float,
+        band: float = LOW_BAND,
+        cols: IntArray | None = None,
     ) -> FloatArray:
-        """`dest` on each set's free locations only (`free_cols`: (len(go), n-k)), the same
-        doubles: a moved Horcrux never lands in its own set, where `dest` is 0."""
+        """`dest` on each set's free locations only (`free_cols`: (len(go), n-k); `cols`:
+        those rows of it, when at hand), the same doubles: a moved Horcrux never lands in
+        its own set, where `dest` is 0."""
         tab = self.tab
         n, k = tab.n, tab.k
+        if cols is None:
+            cols = tab.free_cols.take(go, axis=0)
         if band != LOW_BAND and destination == "low":  # an exact model: from the full rows
             full = self.dest(go, destination, scatter, band)
-            out: FloatArray = np.take_along_axis(full, tab.free_cols.take(go, axis=0), axis=1)
+            out: FloatArray = np.take_along_axis(full, cols, axis=1)
             return out
         if destination != "low":  # uniform over the free ones: `anywhere`'s value
             return np.full((len(go), n - k), 1.0 / (n - k))
@@ -704,7 +725,7 @@ class _BeliefPlan:
         assert self._band is not None and self._first is not None
         # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
         # order) the count of `low` destinations, 1 / count the same double as `low`'s
-        cells = (self._first.take(go) * n)[:, None] + tab.free_cols.take(go, axis=0)
+        cells = (self._first.take(go) * n)[:, None] + cols
         low: FloatArray = self._band.take(cells)
         low /= (low @ tab.ones_free)[:, None]
         if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, as `dest` adds them
@@ -1080,7 +1101,7 @@ class _Filters:
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
             pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
-            swaps = tab.with_j_rows[j]
+            fixed: int | None = j
         elif (single := plan.only_firing(model)) is not None:
             # one location can fire the model: its sets are the ones holding it, every one
             # with the same probability and that Horcrux the one to move (the rule model's
@@ -1089,7 +1110,7 @@ class _Filters:
             go = tab.with_j[j]
             fire_go = fire_j * model.trigger if model.trigger != 1.0 else fire_j
             pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
-            swaps = tab.with_j_rows[j]
+            fixed = j
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
@@ -1106,7 +1127,7 @@ class _Filters:
                 return 0.0
             fire_go = fire.take(go)[:, None]
             pos = self._row_base(i).take(go, axis=0)  # w[1:, i, go]: flat positions, (go, R)
-            swaps = None
+            fixed = None
         # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
         # the indexed axis first), which is the order its sum adds in
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
@@ -1118,10 +1139,9 @@ class _Filters:
                 self._spent.add(i)
             return 0.0
         self._marginal = None
-        if swaps is None:
-            swaps = plan.top_row.take(go)
         band = EXACT_BAND if model.exact else LOW_BAND
-        dest = plan.free_dest(go, model.destination, model.scatter, band)  # (go, n-k)
+        cols = None if fixed is None else tab.free_cols_j[fixed]
+        dest = plan.free_dest(go, model.destination, model.scatter, band, cols)  # (go, n-k)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # only the charge levels a..b-1 that move anything (a model's lower levels are
         # often still empty) and the free locations: every other contribution is an exact
@@ -1132,7 +1152,11 @@ class _Filters:
         # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
         contrib = np.empty((b - a, len(go), dest.shape[1]))
         np.multiply(moved.T[a:b, :, None], dest, out=contrib)
-        idx = (tab.swap_free.take(swaps, axis=0) + self._offsets(b - a, n_sets)).reshape(-1)
+        if fixed is None:  # each set moves its own top location
+            swaps = tab.swap_free.take(plan.top_row.take(go), axis=0)
+            idx = (swaps + self._offsets(b - a, n_sets)).reshape(-1)
+        else:  # every set holding j moves j: a table
+            idx = _swap_bins(tab.n, tab.k, fixed, b - a)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=(b - a) * n_sets)
         self.w[a:b, i] += incoming.reshape(b - a, n_sets)
         return total
