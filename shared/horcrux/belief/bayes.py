@@ -363,8 +363,6 @@ class _Tables:
     # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
-    swap_rows: IntArray  # (n_sets * n, n): swap, one row per (set, j)
-    swap_base: IntArray  # (n_sets,): the first row of each set in swap_rows
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
     set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
     # a move's destinations restricted to the n-k free locations (a Horcrux never lands
@@ -450,8 +448,6 @@ def _tables(n: int, k: int) -> _Tables:
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
         swap=swap,
-        swap_rows=swap.reshape(len(sets) * n, n),
-        swap_base=np.arange(len(sets), dtype=np.intp) * n,
         set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
         set_cols=tuple(
             np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
