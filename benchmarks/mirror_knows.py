@@ -2,9 +2,9 @@
 
 Harry's belief holds one adversary model, the exact `rule` model (the copy of his code
 moves what his rule attacks, to the lowest location of his map, and plants its decoys
-at his top free location), at full weight from turn 1; he plays the race (`race_attack`) while his exposure is at
-least RACE_FROM (it is 1 until his map says mirror's charges may be spent), and
-`mirror`'s copy is the same brain. This separates the
+at his top free location), at full weight from turn 1; he plays the race (`race_attack`)
+while his exposure is at least RACE_FROM (it is 1 until his map says mirror's charges
+may be spent), and `mirror`'s copy is the same brain. This separates the
 policy from the identification: the default planner must first learn, from the game,
 that he faces `mirror` at all (docs/MEMORY.md, "What was tried against it").
 

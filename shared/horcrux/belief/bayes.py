@@ -391,10 +391,18 @@ class _Tables:
     # swap[s, j, u]: the row of S - {j} + {u} (j in S, u not in S; else 0): where a
     # Horcrux moving from j to u takes set s
     swap: IntArray  # (n_sets, n, n)
-    swap_rows: IntArray  # (n_sets * n, n): swap, one row per (set, j)
-    swap_base: IntArray  # (n_sets,): the first row of each set in swap_rows
     set_array: IntArray  # (n_sets, k): each set's locations, ascending
     set_cols: tuple[IntArray, ...]  # its k columns, each contiguous
+    # a move's destinations restricted to the n-k free locations (a Horcrux never lands
+    # in its own set: those columns only ever add exact zeros): free_cols[s] the free
+    # locations of set s, ascending; swap_free[s * k + q] the rows S - {s_q} + {u} for u
+    # in free_cols[s]; with_j_rows[j] the swap_free row of each set holding j, moving j
+    free_cols: IntArray  # (n_sets, n-k)
+    swap_free: IntArray  # (n_sets * k, n-k)
+    with_j_rows: tuple[IntArray, ...]
+    q_rows: tuple[IntArray, ...]  # per q: s * k + q for every set s (swap_free's rows)
+    ones_free: FloatArray  # (n-k,)
+    free_cols_j: tuple[IntArray, ...]  # per j: free_cols of the sets holding j (with_j[j])
 
 
 @lru_cache(maxsize=64)
@@ -442,6 +450,13 @@ def _tables(n: int, k: int) -> _Tables:
             for u in range(n):
                 if u not in s:
                     swap[i, j, u] = index[tuple(sorted((*rest, u)))]
+    free_cols = np.array(
+        [[u for u in range(n) if u not in s] for s in sets], dtype=np.intp
+    ).reshape(len(sets), n - k)
+    swap_free = np.array(
+        [[swap[i, j, u] for u in free_cols[i]] for i, s in enumerate(sets) for j in s],
+        dtype=np.intp,
+    ).reshape(len(sets) * k, n - k)
     return _Tables(
         n=n,
         k=k,
@@ -461,13 +476,19 @@ def _tables(n: int, k: int) -> _Tables:
         down=np.ascontiguousarray(up.T),
         ones=np.ones(len(sets)),
         swap=swap,
-        swap_rows=swap.reshape(len(sets) * n, n),
-        swap_base=np.arange(len(sets), dtype=np.intp) * n,
         set_array=np.array(sets, dtype=np.intp).reshape(len(sets), k),
         set_cols=tuple(
             np.ascontiguousarray(np.array(sets, dtype=np.intp).reshape(len(sets), k)[:, q])
             for q in range(k)
         ),
+        free_cols=free_cols,
+        swap_free=swap_free,
+        with_j_rows=tuple(
+            np.array([r * k + sets[r].index(j) for r in with_j[j]], dtype=np.intp) for j in range(n)
+        ),
+        q_rows=tuple(np.arange(len(sets), dtype=np.intp) * k + q for q in range(k)),
+        ones_free=np.ones(n - k),
+        free_cols_j=tuple(free_cols.take(with_j[j], axis=0) for j in range(n)),
     )
 
 
@@ -598,6 +619,65 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
     return out
 
 
+# Flat positions into a filter's weights w (shape (rows, models, sets)), shared by every
+# filter of that shape (built once, not once a game; read-only: only ever indices)
+@lru_cache(maxsize=64)
+def _level_offsets(rows: int, n_sets: int) -> IntArray:
+    """(rows, 1, 1): the first flat position of each charge level's sets."""
+    out: IntArray = (np.arange(rows) * n_sets)[:, None, None]
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
+    """(sets, rows - 1): the flat position of model i's set s at r = 1..rows-1 charges."""
+    out: IntArray = np.arange(sets)[:, None] + ((np.arange(1, rows) * models + i) * sets)[None, :]
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _swap_bins(n: int, k: int, j: int, levels: int) -> IntArray:
+    """Flat bins (level, set) where the sets holding j go when j's Horcrux moves to each
+    of their free locations, for `levels` charge levels: (levels x len(with_j) x (n-k),)."""
+    tab = _tables(n, k)
+    swaps = tab.swap_free.take(tab.with_j_rows[j], axis=0)
+    out: IntArray = (swaps + _level_offsets(levels, len(tab.sets))).reshape(-1)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _move_positions(
+    n: int, k: int, rows: int, models: int, j: int, i: int
+) -> tuple[IntArray, IntArray]:
+    """Flat positions of model i's sets holding j at r >= 1 charges, and of the sets
+    without j at r - 1 (a Horcrux moving from j spends a charge)."""
+    tab = _tables(n, k)
+    s = len(tab.sets)
+    start = (np.arange(rows - 1)[:, None] * models + i) * s  # (r - 1, model i, set 0)
+    up: IntArray = (start + models * s + tab.with_j[j][None, :]).reshape(-1)
+    down: IntArray = (start + tab.without_j[j][None, :]).reshape(-1)
+    up.setflags(write=False)
+    down.setflags(write=False)
+    return up, down
+
+
+def _charge_sum(w: FloatArray) -> FloatArray:
+    """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
+    adds the rows of the outer axis one after the other, so row by row additions give the
+    same doubles, without the cost of its reduction machinery."""
+    rows = w.shape[0]
+    if rows > 8 or rows < 2 or not w.flags.c_contiguous:
+        out: FloatArray = _SUM(w, 0)
+        return out
+    out = w[0] + w[1]
+    for r in range(2, rows):
+        out += w[r]
+    return out
+
+
 @lru_cache(maxsize=64)
 def _scattered(n: int, k: int, scatter: float) -> FloatArray:
     """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
@@ -609,7 +689,7 @@ def _scattered(n: int, k: int, scatter: float) -> FloatArray:
 
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
-    the top occupancy among its locations (what a trigger reads) and the location holding
+    the top occupancy among its locations (what a trigger reads) and which of them holds
     it; for the sets that move, the rows they move to and the `low` destinations (the
     free locations within LOW_BAND of the lowest). Per-set tables are built once per map
     (when a model first needs them) and read with `take` (numpy's fancy indexing costs
@@ -625,20 +705,22 @@ class _BeliefPlan:
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
         self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
+        self._values: list[float] | None = None  # the map in Python floats
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
         if self._top is None:  # built once, when a threshold model needs it
             # column by column (the q-th lowest location of every set): k vector ops
             # instead of reductions along a short axis, which cost numpy far more
-            cols = self.tab.set_cols
-            values = [self.harry.take(c) for c in cols]
+            tab = self.tab
+            values = [self.harry.take(c) for c in tab.set_cols]
             top = values[0]
             for v in values[1:]:
                 top = np.maximum(top, v)
-            loc = cols[-1]  # the first of equals: the lowest location
-            for q in range(len(cols) - 2, -1, -1):
-                loc = np.where(values[q] >= top, cols[q], loc)
-            self._top = (top, loc)
+            # the first of equals (the lowest location), as its row of `swap_free`
+            row = tab.q_rows[-1]
+            for q in range(len(values) - 2, -1, -1):
+                row = np.where(values[q] >= top, tab.q_rows[q], row)
+            self._top = (top, row)
         return self._top
 
     @property
@@ -646,17 +728,80 @@ class _BeliefPlan:
         """Per set, the top occupancy among its locations."""
         return self._tops()[0]
 
+    def only_firing(self, model: AdversaryModel) -> tuple[int, float] | None:
+        """The one location whose occupancy fires a threshold model (above its threshold
+        lowered by `spread`; at least the threshold without one) and the probability it
+        fires, in Python floats (numpy's doubles); None when none or several can."""
+        if self._values is None:
+            self._values = self.harry.tolist()
+        if model.spread > 0.0:
+            lo = model.threshold - model.spread
+            above = [j for j, v in enumerate(self._values) if v > lo]
+        else:
+            above = [j for j, v in enumerate(self._values) if v >= model.threshold]
+        if len(above) != 1:
+            return None
+        j = above[0]
+        if model.spread <= 0.0:
+            return j, 1.0
+        return j, min(1.0, max(0.0, (self._values[j] - lo) / (2.0 * model.spread)))
+
     @property
-    def top_loc(self) -> IntArray:
-        """Per set, the location holding its top occupancy."""
+    def top_row(self) -> IntArray:
+        """Per set s holding its top occupancy at its q-th location: s * k + q, the row of
+        `swap_free` where that Horcrux's moves take the set."""
         return self._tops()[1]
 
-    def targets(self, go: IntArray) -> IntArray:
-        """(len(go), n): the row set go[i] becomes when its top Horcrux moves to u (the
-        rows of `swap` at each set's top location, for the sets that move)."""
+    def free_dest(
+        self,
+        go: IntArray,
+        destination: Destination,
+        scatter: float,
+        band: float = LOW_BAND,
+        cols: IntArray | None = None,
+    ) -> FloatArray:
+        """`dest` on each set's free locations only (`free_cols`: (len(go), n-k); `cols`:
+        those rows of it, when at hand), the same doubles: a moved Horcrux never lands in
+        its own set, where `dest` is 0."""
         tab = self.tab
-        out: IntArray = tab.swap_rows.take(tab.swap_base.take(go) + self.top_loc.take(go), axis=0)
-        return out
+        n, k = tab.n, tab.k
+        if cols is None:
+            cols = tab.free_cols.take(go, axis=0)
+        if band != LOW_BAND and destination == "low":  # an exact model: from the full rows
+            full = self.dest(go, destination, scatter, band)
+            out: FloatArray = np.take_along_axis(full, cols, axis=1)
+            return out
+        if destination != "low":  # uniform over the free ones: `anywhere`'s value
+            return np.full((len(go), n - k), 1.0 / (n - k))
+        self._low_tables()
+        assert self._band is not None and self._first is not None
+        # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
+        # order) the count of `low` destinations, 1 / count the same double as `low`'s
+        cells = (self._first.take(go) * n)[:, None] + cols
+        low: FloatArray = self._band.take(cells)
+        low /= (low @ tab.ones_free)[:, None]
+        if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, as `dest` adds them
+            low *= 1.0 - scatter
+            low += scatter * (1.0 / (n - k))
+        return low
+
+    def _low_tables(self) -> None:
+        """`low`'s per-map tables: `_band` (k+1, n), 1.0 where within LOW_BAND of the p-th
+        lowest location (0/1 as floats: their products and row sums are exact, and
+        1.0 / count is the same double), and per set `_first`, the first of those k+1
+        lowest it lacks."""
+        if self._band is None or self._first is None:
+            tab = self.tab
+            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+            edge = self.harry.take(lowest) + LOW_BAND
+            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
+            # the first False of member[:, lowest], as k vector ops from the last one (a
+            # reduction along that short axis costs numpy more)
+            lows = lowest.tolist()
+            first: IntArray = np.full(len(tab.sets), tab.k, dtype=np.intp)
+            for p in range(tab.k - 1, -1, -1):
+                first = np.where(tab.member_t[lows[p]], first, p)
+            self._first = first
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -667,15 +812,8 @@ class _BeliefPlan:
         it lacks (at position p); its `low` destinations are the free ones among `band[p]`,
         the locations within LOW_BAND of that one (a table of k+1 rows per map)."""
         tab = self.tab
-        if self._band is None or self._first is None:
-            k = tab.k
-            lowest = self.harry.argsort(kind="stable")[: k + 1]
-            edge = self.harry.take(lowest) + LOW_BAND
-            # (k+1, n), 1.0 where within LOW_BAND of the p-th lowest (0/1 as floats: their
-            # products and row sums are exact, and 1.0 / count is the same double)
-            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
-            # per set, p: the first of the k+1 lowest it lacks (the first False)
-            self._first = tab.member.take(lowest, axis=1).argmin(axis=1)
+        self._low_tables()
+        assert self._band is not None and self._first is not None
         low = self._band.take(self._first.take(go), axis=0)
         low *= tab.free.take(go, axis=0)
         low /= _SUM(low, 1, keepdims=True)
@@ -784,12 +922,11 @@ class _Filters:
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
         self._plant_rates = self.p_plant.tolist()
+        # the models that may still plant (a rate above 0, decoys left), in model order;
+        # replaced, never mutated (lookahead copies share it)
+        self._planters = tuple(i for i, p in enumerate(self._plant_rates) if p > 0.0)
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
-        self._index: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
-        self._offset_cache: dict[tuple[int, int], IntArray] = {}
-        self._row_bases: dict[tuple[int, int], IntArray] = {}
-        self._rule_bins: dict[tuple[int, int, int], IntArray] = {}
         self._marginal: FloatArray | None = None
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
@@ -821,7 +958,7 @@ class _Filters:
     def marginal(self) -> FloatArray:
         """(models, n): each model's P(real Horcrux at i)."""
         if self._marginal is None:
-            self._marginal = _SUM(self.w, 0) @ self.tab.memberf
+            self._marginal = _charge_sum(self.w) @ self.tab.memberf
         return self._marginal
 
     # ------------------------------------------------------------ observations
@@ -928,7 +1065,7 @@ class _Filters:
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
-        if self.used.shape[1] > 1 and self.p_plant.any():
+        if self.used.shape[1] > 1 and self._planters:
             self._plant([1.0 - x for x in moved_total], evidence, harry)
 
     def _move_trigger(self, flat: FloatArray, i: int, moves: list[tuple[int, float]]) -> float:
@@ -1006,7 +1143,6 @@ class _Filters:
             plan = _BeliefPlan(tab, full)
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             return self._move_race(i, model, plan, harry)
-        n = tab.n
         rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
         if model.reads == "rule":
@@ -1017,7 +1153,16 @@ class _Filters:
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
             pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
-            idx = self._rule_targets(j, rows)
+            fixed: int | None = j
+        elif (single := plan.only_firing(model)) is not None:
+            # one location can fire the model: its sets are the ones holding it, every one
+            # with the same probability and that Horcrux the one to move (the rule model's
+            # tables; the same doubles as set by set below)
+            j, fire_j = single
+            go = tab.with_j[j]
+            fire_go = fire_j * model.trigger if model.trigger != 1.0 else fire_j
+            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            fixed = j
         else:
             lo = model.threshold - model.spread
             if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
@@ -1034,7 +1179,7 @@ class _Filters:
                 return 0.0
             fire_go = fire.take(go)[:, None]
             pos = self._row_base(i).take(go, axis=0)  # w[1:, i, go]: flat positions, (go, R)
-            idx = None
+            fixed = None
         # (moving sets, R): the memory order of the fancy-indexed w[1:, i, go] (numpy puts
         # the indexed axis first), which is the order its sum adds in
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
@@ -1042,22 +1187,36 @@ class _Filters:
         moved = before * fire_go
         total = float(_SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
-            if idx is None and not _ANY(self.w[1:, i], None):
+            if model.reads != "rule" and not _ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
         self._marginal = None
-        if idx is None:
-            idx = (plan.targets(go) + self._offsets(rows, n_sets)).reshape(-1)
-        dest = self._filled(i, model, go, total, harry) if model.fill else None
-        if dest is None:
-            band = EXACT_BAND if model.exact else LOW_BAND
-            dest = plan.dest(go, model.destination, model.scatter, band)
+        band = EXACT_BAND if model.exact else LOW_BAND
+        cols = None if fixed is None else tab.free_cols_j[fixed]
+        full = self._filled(i, model, go, total, harry) if model.fill else None
+        if full is not None:  # levelled destinations, on each set's free locations
+            if cols is None:
+                cols = tab.free_cols.take(go, axis=0)
+            dest = np.take_along_axis(full, cols, axis=1)
+        else:
+            dest = plan.free_dest(go, model.destination, model.scatter, band, cols)  # (go, n-k)
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
-        # (R, moving, n) contributions, laid out as moved[:, :, None] * dest
-        contrib = np.empty((rows, len(go), n))
-        np.multiply(moved.T[:, :, None], dest, out=contrib)
-        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=rows * n_sets)
-        self.w[:-1, i] += incoming.reshape(rows, n_sets)
+        # only the charge levels a..b-1 that move anything (a model's lower levels are
+        # often still empty) and the free locations: every other contribution is an exact
+        # 0 in its bin, so the bins add the same terms in the same order
+        live = _ANY(moved, 0).tolist()
+        a = live.index(True)
+        b = len(live) - live[::-1].index(True)
+        # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
+        contrib = np.empty((b - a, len(go), dest.shape[1]))
+        np.multiply(moved.T[a:b, :, None], dest, out=contrib)
+        if fixed is None:  # each set moves its own top location
+            swaps = tab.swap_free.take(plan.top_row.take(go), axis=0)
+            idx = (swaps + self._offsets(b - a, n_sets)).reshape(-1)
+        else:  # every set holding j moves j: a table
+            idx = _swap_bins(tab.n, tab.k, fixed, b - a)
+        incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=(b - a) * n_sets)
+        self.w[a:b, i] += incoming.reshape(b - a, n_sets)
         return total
 
     def _move_race(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
@@ -1124,49 +1283,18 @@ class _Filters:
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
         """(rows, 1, 1): the first flat position of each charge level's sets."""
-        key = (rows, n_sets)
-        found = self._offset_cache.get(key)
-        if found is None:
-            found = (np.arange(rows) * n_sets)[:, None, None]
-            self._offset_cache[key] = found
-        return found
+        return _level_offsets(rows, n_sets)
 
     def _row_base(self, i: int) -> IntArray:
         """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
-        key = (sets, i)
-        found = self._row_bases.get(key)
-        if found is None:
-            found = np.arange(sets)[:, None] + ((np.arange(1, rows) * m + i) * sets)[None, :]
-            self._row_bases[key] = found
-        return found
-
-    def _rule_targets(self, j: int, rows: int) -> IntArray:
-        """Flat bins (r, set) where the sets holding j go when j's Horcrux moves to u,
-        for r = 0..rows-1: (rows x len(with_j) x n,), in that order."""
-        key = (self.tab.k, j, rows)
-        found = self._rule_bins.get(key)
-        if found is None:
-            tab = self.tab
-            targets = tab.swap[tab.with_j[j], j]
-            found = (targets + self._offsets(rows, len(tab.sets))).reshape(-1)
-            self._rule_bins[key] = found
-        return found
+        return _row_positions(rows, m, sets, i)
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
         sets without j at r - 1 (a Horcrux moving from j spends a charge)."""
-        key = (self.tab.k, j, i)
-        found = self._index.get(key)
-        if found is None:
-            rows, m, s = self.w.shape
-            start = (np.arange(rows - 1)[:, None] * m + i) * s  # (r - 1, model i, set 0)
-            found = (
-                (start + m * s + self.tab.with_j[j][None, :]).reshape(-1),
-                (start + self.tab.without_j[j][None, :]).reshape(-1),
-            )
-            self._index[key] = found
-        return found
+        rows, m, _ = self.w.shape
+        return _move_positions(self.n, self.tab.k, rows, m, j, i)
 
     def _plant_on_map(
         self,
@@ -1224,10 +1352,8 @@ class _Filters:
         self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
     ) -> None:
         # in Python floats: the same doubles as the array expressions
-        go_all = [  # p * max(0.0, x)
-            p * (x if x > 0.0 else 0.0) for p, x in zip(self._plant_rates, p_no_move, strict=True)
-        ]
-        left_all = [1.0 - x for x in self.used[:, -1].tolist()]
+        rates = self._plant_rates
+        last = self.used[:, -1].tolist()
         planted_all = [0.0] * self.count
         marginal: FloatArray | None = None
         rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
@@ -1237,8 +1363,15 @@ class _Filters:
         # scalar loops in Python floats (the same operations, in the same order, as numpy
         # on these short rows; `array_sum` is numpy's summation): a handful of candidates
         # and a few models, where numpy's per-call cost would dominate
-        for i, (go, left) in enumerate(zip(go_all, left_all, strict=True)):
-            if go <= 0.0 or left <= 0.0:
+        done: list[int] = []  # models whose decoys are all used, from now on
+        for i in self._planters:
+            x = p_no_move[i]
+            go = rates[i] * (x if x > 0.0 else 0.0)  # p * max(0.0, x)
+            left = 1.0 - last[i]
+            if left <= 0.0:
+                done.append(i)
+                continue
+            if go <= 0.0:
                 continue
             placement = self._placement[i]
             if placement == "belief" and harry is None:
@@ -1313,7 +1446,9 @@ class _Filters:
         if scattered:
             assert marginal is not None
             self._scatter(rows, marginal, scattered)
-        moving = [i for i, planted in enumerate(planted_all) if planted]
+        if done:  # P(every decoy used) = 1 only grows: they never plant again
+            self._planters = tuple(i for i in self._planters if i not in done)
+        moving = [i for i in self._planters if planted_all[i]]
         used = self.used
         if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
             shift = used[:, :-1] * np.array(planted_all)[:, None]
@@ -1377,6 +1512,13 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
 
 
 # ---------------------------------------------------------------- the belief map
+@lru_cache(maxsize=256)
+def _tie_ranks(n: int, turn: int) -> list[float]:
+    """`_tie_order` as Python floats, cached (never to be written)."""
+    ranks: list[float] = _tie_order(n, turn).tolist()
+    return ranks
+
+
 @lru_cache(maxsize=256)
 def _tie_order(n: int, turn: int) -> FloatArray:
     """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
@@ -1712,20 +1854,24 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        ranks = _tie_order(self._n, turn).tolist()
+        forced = turns_left <= k or turns_left <= attacks
         seen = own.tolist()
         top = max(seen)
+        thresholds = rule.rule or RULE_THRESHOLDS
+        threshold = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        if not forced and (
+            top <= threshold - rule.spread if rule.spread > 0.0 else top < threshold
+        ):
+            return out  # no attack: the top location is below every jittered threshold
+        ranks = _tie_ranks(self._n, turn)
         cut = top - 1e-9 * max(1.0, abs(top))
         best, rank = 0, math.inf  # the lowest tie rank among the near-top (ranks distinct)
         for i, value in enumerate(seen):
             if value >= cut and ranks[i] < rank:
                 best, rank = i, ranks[i]
-        if turns_left <= k or turns_left <= attacks:
+        if forced:
             out[best] = 1.0
             return out
-        thresholds = rule.rule or RULE_THRESHOLDS
-        spare = attacks - k
-        threshold = thresholds[max(0, min(spare, len(thresholds) - 1))]
         m = seen[best]
         if rule.spread > 0.0:
             p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
@@ -1815,13 +1961,15 @@ class BayesBelief:
         # (below 1, 1 - m_j is at least 2^-53, so no floor is needed)
         d, f = sensor.d, sensor.f
         n = len(m)
-        c = np.divide(decoy, 1.0 - m, out=np.zeros(n), where=m < 1.0)
+        free = 1.0 - m  # each difference computed once, used where the formulas read it
+        c = np.divide(decoy, free, out=np.zeros(n), where=m < 1.0)
         g = c * d + (1.0 - c) * f  # P(positive | no Horcrux)
-        p = m * d + (1.0 - m) * g  # P(positive)
+        p = m * d + free * g  # P(positive)
         q = _CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
-        logs = np.log2(np.concatenate((q, 1.0 - q)))
-        h = -(q * logs[: 2 * n] + (1.0 - q) * logs[2 * n :])  # h2 of p, then of g
-        out: FloatArray = h[:n] - m * binary_entropy(d) - (1.0 - m) * h[n:]
+        not_q = 1.0 - q
+        logs = np.log2(np.concatenate((q, not_q)))
+        h = -(q * logs[: 2 * n] + not_q * logs[2 * n :])  # h2 of p, then of g
+        out: FloatArray = h[:n] - m * binary_entropy(d) - free * h[n:]
         return out
 
     def model_information(self, sensor: Sensor) -> FloatArray:
