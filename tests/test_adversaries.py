@@ -581,14 +581,15 @@ def test_the_race_cost_scales_the_attack_cost() -> None:
     np.testing.assert_allclose(plan_, [9 / 32, 0.0, 0.0, 0.0])
 
 
-def test_aware_copy_is_the_exact_models_levelled_with_a_stronger_rule_model() -> None:
+def test_aware_copy_is_the_exact_models_levelled_with_a_cheaper_race() -> None:
     copy = MODES["aware-copy"]
     assert [m.name for m in copy] == [m.name for m in AWARE_EXACT]
     for mine, exact in zip(copy, AWARE_EXACT, strict=True):
         reads_own = mine.motion == "belief" and mine.reads != "naive"
         assert mine.fill is reads_own
         if mine.reads == "rule":
-            assert (mine.prior, mine.race, mine.race_cost) == (0.3, 0.3, 0.7)
+            assert (mine.race, mine.race_cost) == (0.3, 0.7)
+            assert replace(mine, fill=False, race=0.0, race_cost=1.0) == exact
         else:
             assert replace(mine, fill=False) == exact
     brain = HARRY_BRAINS.create("planner:aware-copy", CLASSIC)

@@ -313,8 +313,6 @@ MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (
     replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
 )
 MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
-COPY_RULE_PRIOR = 0.3
-"""`aware-copy`: the `rule` model's prior (0.05 in `aware`)."""
 COPY_RACE_COST = 0.7
 """`aware-copy`: the race's cost of an attack, as a share of the thresholds' (1 in `aware-race`)."""
 COPY_RACE_FROM = 0.3
@@ -326,14 +324,14 @@ def _copy_model(model: AdversaryModel) -> AdversaryModel:
         return model
     model = replace(model, fill=True)
     if model.reads == "rule":
-        model = replace(model, prior=COPY_RULE_PRIOR, race=COPY_RACE_FROM, race_cost=COPY_RACE_COST)
+        model = replace(model, race=COPY_RACE_FROM, race_cost=COPY_RACE_COST)
     return model
 
 
 AWARE_COPY: tuple[AdversaryModel, ...] = tuple(_copy_model(m) for m in AWARE_EXACT)
 """For an adversary who holds a copy of Harry's code (opt-in, `aware-copy`): the exact
-models, their own-map destinations levelled (`fill`), the `rule` model at prior 0.3, and
-the race from rho >= 0.3 at 0.7 of the thresholds' cost (docs/MEMORY.md)."""
+models, their own-map destinations levelled (`fill`), and the race from rho >= 0.3 at
+0.7 of the thresholds' cost (docs/MEMORY.md)."""
 MODES["aware-copy"] = AWARE_COPY
 LAGGED: tuple[AdversaryModel, ...] = (
     AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
