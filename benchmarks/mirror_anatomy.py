@@ -19,7 +19,7 @@ from collections import Counter
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.adversaries import MirrorVoldemort
-from horcrux.agents.base import VoldemortMove
+from horcrux.agents.base import HarryBrain, VoldemortMove
 from horcrux.models import Pass, PlantDecoy, Relocate
 from horcrux.rules import CLASSIC
 from horcrux.views import VoldemortView, harry_view, voldemort_view
@@ -48,31 +48,37 @@ VARIANTS: dict[str, type[MirrorVoldemort]] = {
 }
 
 
+def play_counted(
+    seed: int, brain: HarryBrain, voldemort: MirrorVoldemort, counts: Counter[str]
+) -> None:
+    """One game of `brain` against `voldemort` (a mirror), its attacks and moves counted."""
+    state, _ = engine.new_game(CLASSIC, seed)
+    predicted: str | None = None
+    while not state.over:
+        if state.phase == "harry":
+            move = brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
+            state, event = engine.apply(state, move)
+            for obs in getattr(event, "observations", ()):
+                if obs.kind == "attack":
+                    side = "predicted" if predicted == obs.location else "unpredicted"
+                    counts[f"{side} {obs.outcome}"] += 1
+        else:
+            vmove = voldemort.decide(
+                voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
+            )
+            predicted = voldemort.predicted[-1][1]
+            counts["relocations"] += isinstance(vmove, Relocate)
+            state, _ = engine.apply(state, vmove)
+    counts["wins"] += state.winner == "harry"
+    counts["destroyed"] += state.destroyed
+
+
 def anatomy(games: int, harry: str, variant: str) -> Counter[str]:
     """Counts over `games` games (seeds 0..games-1); the copy is of `harry`."""
     counts: Counter[str] = Counter()
     for seed in range(games):
-        state, _ = engine.new_game(CLASSIC, seed)
         brain = HARRY_BRAINS.create(harry, CLASSIC)
-        voldemort = VARIANTS[variant](CLASSIC, harry)
-        predicted: str | None = None
-        while not state.over:
-            if state.phase == "harry":
-                move = brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
-                state, event = engine.apply(state, move)
-                for obs in getattr(event, "observations", ()):
-                    if obs.kind == "attack":
-                        side = "predicted" if predicted == obs.location else "unpredicted"
-                        counts[f"{side} {obs.outcome}"] += 1
-            else:
-                vmove = voldemort.decide(
-                    voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
-                )
-                predicted = voldemort.predicted[-1][1]
-                counts["relocations"] += isinstance(vmove, Relocate)
-                state, _ = engine.apply(state, vmove)
-        counts["wins"] += state.winner == "harry"
-        counts["destroyed"] += state.destroyed
+        play_counted(seed, brain, VARIANTS[variant](CLASSIC, harry), counts)
     return counts
 
 

@@ -22,14 +22,15 @@ import random
 from collections import Counter
 from dataclasses import replace
 
-from horcrux import engine, rng
+from mirror_anatomy import play_counted  # the sibling script: run from the repository root
+
 from horcrux.agents.adversaries import MirrorVoldemort
 from horcrux.agents.base import VoldemortMove
 from horcrux.agents.planner import RANDOMISED, PlannerHarry
 from horcrux.belief.bayes import RACE_FROM, BayesBelief, rule_model
-from horcrux.models import Pass, PlantDecoy, Relocate
+from horcrux.models import Pass, PlantDecoy
 from horcrux.rules import CLASSIC
-from horcrux.views import VoldemortView, harry_view, voldemort_view
+from horcrux.views import VoldemortView
 
 
 def knowing_harry(fill: bool, cost: float, decoys: bool) -> PlannerHarry:
@@ -60,23 +61,8 @@ class KnownMirror(MirrorVoldemort):
 def play(games: int, fill: bool, cost: float, decoys: bool) -> Counter[str]:
     counts: Counter[str] = Counter()
     for seed in range(games):
-        state, _ = engine.new_game(CLASSIC, seed)
-        harry = knowing_harry(fill, cost, decoys)
         voldemort = KnownMirror(knowing_harry(fill, cost, decoys), decoys)
-        while not state.over:
-            if state.phase == "harry":
-                move = harry.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
-                state, event = engine.apply(state, move)
-                for obs in getattr(event, "observations", ()):
-                    if obs.kind == "attack":
-                        counts[f"attack {obs.outcome}"] += 1
-            else:
-                vmove = voldemort.decide(
-                    voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
-                )
-                counts["relocations"] += isinstance(vmove, Relocate)
-                state, _ = engine.apply(state, vmove)
-        counts["wins"] += state.winner == "harry"
+        play_counted(seed, knowing_harry(fill, cost, decoys), voldemort, counts)
     return counts
 
 
@@ -97,7 +83,7 @@ def main() -> None:
     )
     print(f"  wins {100 * counts['wins'] / args.games:.1f}%")
     for key in sorted(k for k in counts if k != "wins"):
-        print(f"  {key:18s} {counts[key] / args.games:.2f} a game")
+        print(f"  {key:22s} {counts[key] / args.games:.2f} a game")
 
 
 if __name__ == "__main__":

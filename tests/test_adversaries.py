@@ -561,6 +561,25 @@ def test_a_fill_model_sends_the_horcrux_where_the_map_it_predicts_is_lowest() ->
     np.testing.assert_allclose(levelled, [1 / 3, 1 / 3, 0.0, 1 / 3], atol=1e-12)
 
 
+def test_a_set_holding_the_whole_level_moves_to_its_own_lowest_free_location() -> None:
+    # two Horcruxes on a, b, c, d, all three sets holding a moving (weights 0.5, 0.3, 0.2
+    # on {a,b}, {a,c}, {a,d}): the map is b 0.5, c 0.3, d 0.2, and a tiny mass levels d
+    # alone. {a,b} and {a,c} send it to d; {a,d} holds d, so it takes its own lowest free
+    # location, c (the exact model's destination), instead of nowhere
+    rules = TINY.model_copy(update={"horcruxes": 2})
+    model = AdversaryModel(
+        "x", "belief", threshold=0.95, destination="low", plant=0.0, exact=True, fill=True
+    )
+    filters = BayesBelief(rules, "custom", models=(model,))._filters
+    go = np.array([i for i, s in enumerate(filters.tab.sets) if 0 in s])
+    filters.w[:] = 0.0
+    filters.w[-1, 0, go] = [0.5, 0.3, 0.2]
+    filters._marginal = None
+    out = filters._filled(0, model, go, 1e-6, {"weights": np.array([1.0])})
+    assert out is not None
+    np.testing.assert_array_equal(out, [[0, 0, 0, 1], [0, 0, 0, 1], [0, 0, 1, 0]])
+
+
 def test_a_fill_model_survives_a_snapshot() -> None:
     model = AdversaryModel(
         "x", "belief", threshold=0.95, destination="low", plant=0.0, exact=True, fill=True
