@@ -224,13 +224,13 @@ def test_shadow_reads_the_map_of_a_belief_mode_when_told() -> None:
 
 
 def test_shadow_on_the_default_map_moves_when_harrys_own_map_crosses_it() -> None:
-    """`shadow:0.5:aware` holds the default planner's own map, float for float, and moves
+    """`shadow:0.5:aware-copy` holds the default planner's own map, float for float, and moves
     a real Horcrux exactly when Harry's own occupancy there is the highest of the real
     ones and at least 0.5 (charges and a free location left)."""
     seed = 4
     state, _ = engine.new_game(CLASSIC, seed)
     harry = PlannerHarry(CLASSIC)
-    vold = VOLDEMORT_BRAINS.create("shadow:0.5:aware", CLASSIC)
+    vold = VOLDEMORT_BRAINS.create("shadow:0.5:aware-copy", CLASSIC)
     moves = 0
     while not state.over:
         if state.phase == "harry":

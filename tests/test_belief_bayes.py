@@ -313,7 +313,8 @@ def test_snapshot_round_trip_is_identical_and_small() -> None:
 def test_harry_brains_registered() -> None:
     """Each spec builds the brain it names (class, mode, window), and it plays a legal move."""
     expected = {
-        "planner": ("PlannerHarry", "aware", None),
+        "planner": ("PlannerHarry", "aware-copy", None),
+        "planner:aware": ("PlannerHarry", "aware", None),
         "planner:mixture": ("PlannerHarry", "mixture", None),
         "planner:trigger": ("PlannerHarry", "trigger", None),
         "planner-window:8": ("WindowPlannerHarry", "trigger", 8),

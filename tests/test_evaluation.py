@@ -381,9 +381,12 @@ def test_reference_check_reproduces_some_figures_and_beats_the_bayes_harry() -> 
 def test_figure_names_take_no_colon_from_a_spec() -> None:
     from horcrux.evaluation.runner import VOLDEMORT_ADVERSARIES, image_name
 
-    assert image_name("entropy-race", "shadow:0.5:aware") == "entropy-race-shadow-0.5-aware.png"
+    assert (
+        image_name("entropy-race", "shadow:0.5:aware-copy")
+        == "entropy-race-shadow-0.5-aware-copy.png"
+    )
     assert image_name("entropy-race", "reference") == "entropy-race-reference.png"
-    assert "shadow:0.5:aware" in VOLDEMORT_ADVERSARIES
+    assert "shadow:0.5:aware-copy" in VOLDEMORT_ADVERSARIES
     names = {image_name("entropy-race", v) for v in VOLDEMORT_ADVERSARIES}
     assert len(names) == len(VOLDEMORT_ADVERSARIES) and not any(":" in n for n in names)
 

@@ -393,7 +393,7 @@ def test_a_mirror_voldemorts_copy_plays_the_memory_pinned_for_harry(store: Memor
     copy of Harry's brain that `mirror` runs gets the game's pin too."""
     from dataclasses import asdict
 
-    from horcrux.belief.bayes import MODES
+    from horcrux.belief.bayes import DEFAULT_MODE, MODES
     from horcrux.echo.use import joined_models, rate_models
 
     models = joined_models(rate_models({"relocates": 0.9, "immediate": 0.2}))
@@ -404,14 +404,14 @@ def test_a_mirror_voldemorts_copy_plays_the_memory_pinned_for_harry(store: Memor
     created = service.create_game(ai("planner"), ai("mirror"), rules="classic", seed=23)
     snapshot = store.load(created["game_id"])
     bare = service.make_brain(snapshot, "voldemort").brain
-    assert bare.copy.belief.models == MODES["aware"]  # nothing pinned: the default brain
+    assert bare.copy.belief.models == MODES[DEFAULT_MODE]  # nothing pinned: the default brain
     pinned = snapshot.model_copy(update={"beliefs": {ECHO_KEY: pin}})
     harry = service.make_brain(pinned, "harry").brain
     copy = service.make_brain(pinned, "voldemort").brain.copy
-    assert copy.belief.models == harry.belief.models == models != MODES["aware"]
+    assert copy.belief.models == harry.belief.models == models != MODES[DEFAULT_MODE]
     assert copy.params == harry.params and copy.params.jitter == 0.25
     broken = snapshot.model_copy(update={"beliefs": {ECHO_KEY: b"{not json"}})
-    assert service.make_brain(broken, "voldemort").brain.copy.belief.models == MODES["aware"]
+    assert service.make_brain(broken, "voldemort").brain.copy.belief.models == MODES[DEFAULT_MODE]
 
 
 BAD_PIN = b"{not json"

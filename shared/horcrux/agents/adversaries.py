@@ -4,7 +4,7 @@
   *shadow* of Harry's belief: the exact Bayes map (`BayesBelief` in the belief mode MODE,
   model averaging) fed with Harry's own actions and results, which Voldemort sees. The
   default reads the map of the planner before the belief-reacting models (`mixture`);
-  `shadow:0.5:aware` reads the default planner's own map, float for float. He saves his
+  `shadow:0.5:aware-copy` reads the default planner's own map, float for float. He saves his
   relocations for the moment they hurt: when Harry's inferred occupancy of a real Horcrux's
   location reaches THRESHOLD (Harry is about to attack it), he moves that Horcrux to the
   free location Harry believes least likely. Decoys go where Harry's inferred belief is

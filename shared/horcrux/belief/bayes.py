@@ -302,7 +302,7 @@ AWARE_EXACT: tuple[AdversaryModel, ...] = tuple(
 reads his very floats: decoys at its top free location, moves to its lowest, no bands).
 Opt-in (`aware-exact`): much stronger against `shadow`, not against `mirror`, and below
 the default against `reference` on the holdout seeds (docs/MEMORY.md)."""
-MODES["aware"] = AWARE  # the models, Harry's play randomised (the planner's default)
+MODES["aware"] = AWARE  # the models, Harry's play randomised (the default before aware-copy)
 MODES["aware-exact"] = AWARE_EXACT  # the same models, exact (opt-in)
 MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
 MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
@@ -329,9 +329,9 @@ def _copy_model(model: AdversaryModel) -> AdversaryModel:
 
 
 AWARE_COPY: tuple[AdversaryModel, ...] = tuple(_copy_model(m) for m in AWARE_EXACT)
-"""For an adversary who holds a copy of Harry's code (opt-in, `aware-copy`): the exact
-models, their own-map destinations levelled (`fill`), and the race from rho >= 0.3 at
-0.7 of the thresholds' cost (docs/MEMORY.md)."""
+"""The planner's default models (`aware-copy`), built for an adversary who holds a copy
+of Harry's code: the exact models, their own-map destinations levelled (`fill`), and the
+race from rho >= 0.3 at 0.7 of the thresholds' cost (docs/MEMORY.md)."""
 MODES["aware-copy"] = AWARE_COPY
 LAGGED: tuple[AdversaryModel, ...] = (
     AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
@@ -343,7 +343,7 @@ LAGGED: tuple[AdversaryModel, ...] = (
 it (the delay uniform), decoys as the reference plants them; outside the level-0 map.
 A move that comes some turns after a positive otherwise looks like one timed on Harry's
 growing confidence, and lends weight to the models that read his map (docs/MEMORY.md)."""
-MODES["aware-lag"] = AWARE + LAGGED  # the default's models and the lagged triggers (opt-in)
+MODES["aware-lag"] = AWARE + LAGGED  # `aware`'s models and the lagged triggers (opt-in)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
@@ -352,10 +352,11 @@ EXACT_BAND = 1e-9
 """An `exact` model's `low` band (the one `shadow` and `mirror` use): a copy of Harry's
 code reads his very floats."""
 
-DEFAULT_MODE = "aware"
+DEFAULT_MODE = "aware-copy"
 """The planner's default. With the planner's endgame it wins about as much as `robust`
 against every scripted Voldemort, without `robust`'s probing attacks, which the
-evaluation counts as failures (docs/MEMORY.md)."""
+evaluation counts as failures, and more than `aware` (the default before it) against
+every adversary that reads Harry's map or runs his code (docs/MEMORY.md)."""
 
 
 # ---------------------------------------------------------------- precomputed tables

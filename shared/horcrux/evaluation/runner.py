@@ -31,6 +31,7 @@ HARRY_ARCHITECTURES = (
     "naive",
     "seed-heuristic",
     "planner",
+    "planner:aware",
     "planner:mixture",
     "planner:aware-fixed",
     "planner:aware-timing",
@@ -51,19 +52,19 @@ VOLDEMORT_ADVERSARIES = (
     "random",
     "delayed",
     "shadow",
-    "shadow:0.5:aware",
+    "shadow:0.5:aware-copy",
     "mirror",
     "ambush",
 )
 """The report's adversaries: the rules' reference, the controls (`passive`, `random`),
 `delayed`, and the four that read Harry's belief (`shadow` a level-0 map of it,
-`shadow:0.5:aware` the default planner's own map, `mirror` a copy of his brain, `ambush`
+`shadow:0.5:aware-copy` the default planner's own map, `mirror` a copy of his brain, `ambush`
 mirror's trigger with what the planner does not model; `horcrux.agents.adversaries`)."""
 
 
 def image_name(prefix: str, voldemort: str) -> str:
     """A figure's file name for one adversary: a spec's `:` becomes `-`
-    (`entropy-race-shadow-0.5-aware.png`), which every file system and URL takes."""
+    (`entropy-race-shadow-0.5-aware-copy.png`), which every file system and URL takes."""
     return f"{prefix}-{voldemort.replace(':', '-')}.png"
 
 
