@@ -701,8 +701,8 @@ class _BeliefPlan:
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._band: FloatArray | None = None
+        self._lowest: IntArray | None = None  # the k+1 lowest locations, stable order
         self._first: IntArray | None = None
-        self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
         self._values: list[float] | None = None  # the map in Python floats
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
@@ -765,18 +765,17 @@ class _BeliefPlan:
         n, k = tab.n, tab.k
         if cols is None:
             cols = tab.free_cols.take(go, axis=0)
-        if band != LOW_BAND and destination == "low":  # an exact model: from the full rows
-            full = self.dest(go, destination, scatter, band)
-            out: FloatArray = np.take_along_axis(full, cols, axis=1)
-            return out
         if destination != "low":  # uniform over the free ones: `anywhere`'s value
             return np.full((len(go), n - k), 1.0 / (n - k))
-        self._low_tables()
-        assert self._band is not None and self._first is not None
-        # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
-        # order) the count of `low` destinations, 1 / count the same double as `low`'s
-        cells = (self._first.take(go) * n)[:, None] + cols
-        low: FloatArray = self._band.take(cells)
+        if band != LOW_BAND:  # an exact model: `_low`'s rows, on the free locations
+            low = self.exact_low(go, band, cols)
+        else:
+            self._low_tables()
+            assert self._band is not None and self._first is not None
+            # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
+            # order) the count of `low` destinations, 1 / count the same double as `low`'s
+            cells = (self._first.take(go) * n)[:, None] + cols
+            low = self._band.take(cells)
         low /= (low @ tab.ones_free)[:, None]
         if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, as `dest` adds them
             low *= 1.0 - scatter
@@ -788,18 +787,42 @@ class _BeliefPlan:
         lowest location (0/1 as floats: their products and row sums are exact, and
         1.0 / count is the same double), and per set `_first`, the first of those k+1
         lowest it lacks."""
-        if self._band is None or self._first is None:
-            tab = self.tab
-            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+        if self._band is None:
+            lowest, _ = self._firsts()
             edge = self.harry.take(lowest) + LOW_BAND
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
+
+    def _firsts(self) -> tuple[IntArray, IntArray]:
+        """The k+1 lowest locations (a stable argsort) and, per set, `_first`: the
+        position among them of the first one it lacks, its lowest free location."""
+        if self._lowest is None or self._first is None:
+            tab = self.tab
+            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
             # the first False of member[:, lowest], as k vector ops from the last one (a
             # reduction along that short axis costs numpy more)
             lows = lowest.tolist()
             first: IntArray = np.full(len(tab.sets), tab.k, dtype=np.intp)
             for p in range(tab.k - 1, -1, -1):
                 first = np.where(tab.member_t[lows[p]], first, p)
-            self._first = first
+            self._lowest, self._first = lowest, first
+        return self._lowest, self._first
+
+    def exact_low(self, go: IntArray, band: float, cols: IntArray | None = None) -> FloatArray:
+        """0/1 as floats: `_low`'s destinations (within `band` of each set's lowest free
+        location) on the columns `cols` ((len(go), c), free locations of each set; every
+        location when None, the set's own as 0). Each set's lowest free value is the
+        harry value of its `_first` location, the minimum `_low` takes over its columns
+        (no free location lies lower), so the same comparisons and, divided by their row
+        count, the same doubles as `_low`."""
+        lowest, first = self._firsts()
+        edge = self.harry.take(lowest.take(first.take(go))) + band
+        if cols is None:
+            low = self.harry[None, :] <= edge[:, None]
+            low &= ~self.tab.member.take(go, axis=0)
+        else:
+            low = self.harry.take(cols) <= edge[:, None]
+        out: FloatArray = low.astype(np.float64)
+        return out
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -833,18 +856,11 @@ class _BeliefPlan:
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
-        """`low` within `band` (one band per plan: EXACT_BAND) of each set's lowest free
-        location: an exact model's destinations."""
-        if self._exact_cols is None:
-            k = self.tab.k
-            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
-            self._exact_cols = np.flatnonzero(self.harry <= ceiling + band)
-        cols = self._exact_cols
-        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
-        low = others <= others.min(axis=1, keepdims=True) + band
-        out: FloatArray = np.zeros((len(go), self.tab.n))
-        out[:, cols] = low / low.sum(axis=1, keepdims=True)
-        return out
+        """`low` within `band` (EXACT_BAND) of each set's lowest free location: an exact
+        model's destinations, (len(go), n)."""
+        low = self.exact_low(go, band)
+        low /= _SUM(low, 1, keepdims=True)
+        return low
 
 
 class _Filters:
@@ -926,6 +942,7 @@ class _Filters:
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._marginal: FloatArray | None = None
+        self._mixed: tuple[FloatArray, FloatArray, FloatArray] | None = None  # `mixture`
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
         self._spent: set[int] = set()
@@ -958,6 +975,18 @@ class _Filters:
         if self._marginal is None:
             self._marginal = _charge_sum(self.w) @ self.tab.memberf
         return self._marginal
+
+    def mixture(self, weights: FloatArray) -> FloatArray:
+        """Harry's whole map, clip(weights @ marginal()), never to be written: kept while
+        the marginals and the weights are the same arrays (any change to the weights
+        makes new marginals), so the readers between two moves share one product."""
+        marginal = self.marginal()
+        kept = self._mixed
+        if kept is not None and kept[0] is marginal and kept[1] is weights:
+            return kept[2]
+        out: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)
+        self._mixed = (marginal, weights, out)
+        return out
 
     # ------------------------------------------------------------ observations
     def search(self, j: int, positive: bool, sensor: Sensor) -> None:
@@ -1133,13 +1162,18 @@ class _Filters:
         The weights are read and written through flat positions (`take` / `put`: the
         same values as fancy indexing, at a fraction of its cost)."""
         tab = self.tab
-        if model.reads == "rule" and model.exact and "weights" in harry:
-            # a copy of Harry's code sends the Horcrux to the lowest free location of the
-            # map it holds: Harry's whole map after the other models' moves (its own move,
-            # the last, is left out: the fixed point is cut there)
-            full = _CLIP(harry["weights"] @ self.marginal(), 0.0, 1.0)
-            plan = _BeliefPlan(tab, full)
+        # a copy of Harry's code sends the Horcrux to the lowest free location of the map
+        # it holds: Harry's whole map after the other models' moves (its own move, the
+        # last, is left out: the fixed point is cut there). Its plan is built only where
+        # read (most turns the rule attacks nothing), always before this move
+        whole = (
+            harry["weights"]
+            if model.reads == "rule" and model.exact and "weights" in harry
+            else None
+        )
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
+            if whole is not None:
+                plan = _BeliefPlan(tab, self.mixture(whole))
             return self._move_race(i, model, plan, harry)
         rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
@@ -1188,16 +1222,18 @@ class _Filters:
             if model.reads != "rule" and not _ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
-        self._marginal = None
         band = EXACT_BAND if model.exact else LOW_BAND
         cols = None if fixed is None else tab.free_cols_j[fixed]
-        full = self._filled(i, model, go, total, harry) if model.fill else None
-        if full is not None:  # levelled destinations, on each set's free locations
+        dest: FloatArray | None = None
+        if model.fill:  # levelled destinations, on each set's free locations
             if cols is None:
                 cols = tab.free_cols.take(go, axis=0)
-            dest = np.take_along_axis(full, cols, axis=1)
-        else:
+            dest = self._filled(i, model, go, total, harry, cols)
+        if dest is None:
+            if whole is not None:
+                plan = _BeliefPlan(tab, self.mixture(whole))
             dest = plan.free_dest(go, model.destination, model.scatter, band, cols)  # (go, n-k)
+        self._marginal = None  # the move below changes it
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # only the charge levels a..b-1 that move anything (a model's lower levels are
         # often still empty) and the free locations: every other contribution is an exact
@@ -1250,13 +1286,21 @@ class _Filters:
         return total
 
     def _filled(
-        self, i: int, model: AdversaryModel, go: IntArray, mass: float, harry: Maps
+        self,
+        i: int,
+        model: AdversaryModel,
+        go: IntArray,
+        mass: float,
+        harry: Maps,
+        cols: IntArray | None = None,
     ) -> FloatArray | None:
         """(len(go), n): a `fill` model's destinations for the sets go, which move `mass`
         of model i's weight: `level_fill` on Harry's whole map as it stands (every move
         before this one made), the mixture's share of the move being model i's posterior
         weight times `mass`; each set's row keeps its free locations, and the `scatter`
-        share goes anywhere free. None when there is nothing to level (no weights)."""
+        share goes anywhere free. None when there is nothing to level (no weights).
+        With `cols` (each set's free locations, (len(go), n-k)): those columns only, the
+        same doubles."""
         weights = harry.get("weights")
         if weights is None:
             return None
@@ -1264,19 +1308,26 @@ class _Filters:
         if share <= _TINY:
             return None
         tab = self.tab
-        current = _CLIP(weights @ self.marginal(), 0.0, 1.0)
-        self._marginal = None  # the move that follows changes it
+        n = tab.n
+        current = self.mixture(weights)
         level = level_fill(current, share)
         rows = tab.free.take(go, axis=0) * level[None, :]
         sums = _SUM(rows, 1, keepdims=True)
-        if not bool((sums > 0.0).all()):  # a set holding every levelled location
-            lowest = _BeliefPlan(tab, current).dest(go, "low", 0.0, EXACT_BAND)
-            rows = np.where(sums > 0.0, rows, lowest)
-            sums = _SUM(rows, 1, keepdims=True)
+        bad = (sums <= 0.0).nonzero()[0]
+        if len(bad):  # a set holding every levelled location: its lowest free one
+            # (`_low`'s rows for those sets alone: row by row the same doubles and sums)
+            lowest = _BeliefPlan(tab, current).dest(go.take(bad), "low", 0.0, EXACT_BAND)
+            rows[bad] = lowest
+            sums[bad] = _SUM(lowest, 1, keepdims=True)
+        if cols is not None:  # the free columns, by flat position (`take_along_axis`)
+            rows = rows.reshape(-1).take(cols + (np.arange(len(go)) * n)[:, None])
         out: FloatArray = rows / sums
         if model.scatter > 0.0:
             out *= 1.0 - model.scatter
-            out += _scattered(tab.n, tab.k, model.scatter).take(go, axis=0)
+            if cols is None:
+                out += _scattered(tab.n, tab.k, model.scatter).take(go, axis=0)
+            else:  # `_scattered` on the free locations
+                out += model.scatter * (1.0 / (n - tab.k))
         return out
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
@@ -1401,7 +1452,7 @@ class _Filters:
                             exact_map = (
                                 harry["naive"]
                                 if reads == "naive"
-                                else _CLIP(harry["weights"] @ marginal, 0.0, 1.0)
+                                else self.mixture(harry["weights"])
                             )
                             rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
                         groups = rated[key]
@@ -1772,7 +1823,7 @@ class BayesBelief:
         self._cache = None
         weights = self._weights_view()
         marginal = self._filters.marginal()
-        own: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)  # `marginals()`, a new array
+        own = self._filters.mixture(weights)  # `marginals()`
         naive: FloatArray = own
         if self._any_plain:
             pi = np.where(self._plain, weights, 0.0)
