@@ -92,6 +92,7 @@ _EVIDENCE_FLOOR = 1e-12
 _CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
 _SUM = np.add.reduce
 _MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
 _ANY = np.logical_or.reduce
 
 
@@ -701,7 +702,6 @@ class _BeliefPlan:
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._band: FloatArray | None = None
-        self._lowest: IntArray | None = None  # the k+1 lowest locations, stable order
         self._first: IntArray | None = None
         self._values: list[float] | None = None  # the map in Python floats
 
@@ -787,41 +787,35 @@ class _BeliefPlan:
         lowest location (0/1 as floats: their products and row sums are exact, and
         1.0 / count is the same double), and per set `_first`, the first of those k+1
         lowest it lacks."""
-        if self._band is None:
-            lowest, _ = self._firsts()
-            edge = self.harry.take(lowest) + LOW_BAND
-            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
-
-    def _firsts(self) -> tuple[IntArray, IntArray]:
-        """The k+1 lowest locations (a stable argsort) and, per set, `_first`: the
-        position among them of the first one it lacks, its lowest free location."""
-        if self._lowest is None or self._first is None:
+        if self._band is None or self._first is None:
             tab = self.tab
             lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+            edge = self.harry.take(lowest) + LOW_BAND
+            self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # the first False of member[:, lowest], as k vector ops from the last one (a
             # reduction along that short axis costs numpy more)
             lows = lowest.tolist()
             first: IntArray = np.full(len(tab.sets), tab.k, dtype=np.intp)
             for p in range(tab.k - 1, -1, -1):
                 first = np.where(tab.member_t[lows[p]], first, p)
-            self._lowest, self._first = lowest, first
-        return self._lowest, self._first
+            self._first = first
 
     def exact_low(self, go: IntArray, band: float, cols: IntArray | None = None) -> FloatArray:
-        """0/1 as floats: `_low`'s destinations (within `band` of each set's lowest free
-        location) on the columns `cols` ((len(go), c), free locations of each set; every
-        location when None, the set's own as 0). Each set's lowest free value is the
-        harry value of its `_first` location, the minimum `_low` takes over its columns
-        (no free location lies lower), so the same comparisons and, divided by their row
-        count, the same doubles as `_low`."""
-        lowest, first = self._firsts()
-        edge = self.harry.take(lowest.take(first.take(go))) + band
+        """0/1 as floats: the destinations `_low` gives the sets go (the free locations
+        within `band` of each set's lowest free one), on their free locations `cols`
+        ((len(go), n-k)), or on every location when None (0 on the set's own). The same
+        minimum and comparisons as `_low`'s, so divided by their row count the same
+        doubles."""
+        tab = self.tab
+        free = tab.free_cols.take(go, axis=0) if cols is None else cols
+        values = self.harry.take(free)
+        edge = _MIN(values, 1) + band
         if cols is None:
-            low = self.harry[None, :] <= edge[:, None]
-            low &= ~self.tab.member.take(go, axis=0)
+            full = self.harry[None, :] <= edge[:, None]
+            full &= ~tab.member.take(go, axis=0)
+            out: FloatArray = full.astype(np.float64)
         else:
-            low = self.harry.take(cols) <= edge[:, None]
-        out: FloatArray = low.astype(np.float64)
+            out = (values <= edge[:, None]).astype(np.float64)
         return out
 
     def low(self, go: IntArray) -> FloatArray:
@@ -1316,7 +1310,7 @@ class _Filters:
         bad = (sums <= 0.0).nonzero()[0]
         if len(bad):  # a set holding every levelled location: its lowest free one
             # (`_low`'s rows for those sets alone: row by row the same doubles and sums)
-            lowest = _BeliefPlan(tab, current).dest(go.take(bad), "low", 0.0, EXACT_BAND)
+            lowest = _BeliefPlan(tab, current)._low(go.take(bad), EXACT_BAND)
             rows[bad] = lowest
             sums[bad] = _SUM(lowest, 1, keepdims=True)
         if cols is not None:  # the free columns, by flat position (`take_along_axis`)
@@ -1425,11 +1419,13 @@ class _Filters:
             placement = self._placement[i]
             if placement == "belief" and harry is None:
                 continue
-            if marginal is None:
+            if marginal is None:  # the arrays as Python floats, once for every model
                 marginal = self.marginal()
+                m_rows = marginal.tolist()
+                c_rows = self.c.tolist()
             chance = go * left  # this model plants now
-            c_row = rows[i] = self.c[i].tolist()
-            m_row = marginal[i].tolist()
+            c_row = rows[i] = c_rows[i]
+            m_row = m_rows[i]
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
                 total = array_sum(free)
@@ -1863,6 +1859,11 @@ class BayesBelief:
         k = self._filters.k
         attacks = self.attacks_left()
         if k == 0 or attacks <= 0:
+            return None
+        # rho is at most the exposed models' weight (each model's weights sum to 1, up to
+        # rounding): most turns that alone is below the race's start, and the per-model
+        # sums rho needs are skipped
+        if self.exposure() < rule.race * (1.0 - 1e-9):
             return None
         rho = self.race_exposure()
         if rho < rule.race:
