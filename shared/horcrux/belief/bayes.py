@@ -1339,6 +1339,24 @@ class _Filters:
         rows, m, _ = self.w.shape
         return _move_positions(self.n, self.tab.k, rows, m, j, i)
 
+    def _plant_groups(
+        self, i: int, harry: Maps, rated: dict[str, list[list[int]]]
+    ) -> list[list[int]]:
+        """Where model i's `belief` decoy may go (`_top_groups`), cached per map in `rated`."""
+        reads = self.models[i].reads
+        reads = "own" if reads == "rule" else reads
+        if self.models[i].exact and "weights" in harry:
+            # an exact model: near-ties not grouped; on Harry's whole next map (after
+            # every model's move), or the level-0 map for `naive`
+            key = "naive!" if reads == "naive" else "full!"
+            if key not in rated:
+                exact_map = harry["naive"] if reads == "naive" else self.mixture(harry["weights"])
+                rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+            return rated[key]
+        if reads not in rated:
+            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+        return rated[reads]
+
     def _plant_on_map(
         self,
         c_row: list[float],
@@ -1417,47 +1435,32 @@ class _Filters:
             if go <= 0.0:
                 continue
             placement = self._placement[i]
-            if placement == "belief" and harry is None:
-                continue
+            if placement == "belief":  # most turns no location rates high enough
+                if harry is None:
+                    continue
+                groups = self._plant_groups(i, harry, rated)
+                if not groups:
+                    continue
             if marginal is None:  # the arrays as Python floats, once for every model
                 marginal = self.marginal()
                 m_rows = marginal.tolist()
                 c_rows = self.c.tolist()
             chance = go * left  # this model plants now
-            c_row = rows[i] = c_rows[i]
+            c_row = c_rows[i]  # in `rows` (written back) once it may change
             m_row = m_rows[i]
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
                 total = array_sum(free)
                 if total <= 0.0:
                     continue
+                rows[i] = c_row
                 raise_by = min(1.0, chance / total)  # P(j drawn | j free)
                 c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
-                reads = self.models[i].reads
-                reads = "own" if reads == "rule" else reads
                 if placement == "belief":
-                    assert harry is not None
-                    if self.models[i].exact and "weights" in harry:
-                        # an exact model: near-ties not grouped; on Harry's whole next map
-                        # (after every model's move), or the level-0 map for `naive`
-                        key = "naive!" if reads == "naive" else "full!"
-                        if key not in rated:
-                            exact_map = (
-                                harry["naive"]
-                                if reads == "naive"
-                                else self.mixture(harry["weights"])
-                            )
-                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
-                        groups = rated[key]
-                    else:
-                        if reads not in rated:
-                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
-                        groups = rated[reads]
-                    if not groups:
-                        continue
+                    rows[i] = c_row
                     scatter = self.models[i].scatter
                     planted = self._plant_on_map(c_row, m_row, groups, scatter, chance)
                     if scatter > 0.0:
@@ -1476,6 +1479,7 @@ class _Filters:
                     order = cand
                 if not order:
                     continue
+                rows[i] = c_row
                 reach = 1.0  # P(every better candidate is taken)
                 planted = 0.0  # P(a decoy now | charges left), before `go`
                 for j in order:
@@ -1700,6 +1704,10 @@ class BayesBelief:
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
         self._weights_list: list[float] | None = None
+        # functions of the posterior, kept with the list of weights they were read from
+        self._exposure: tuple[list[float], float] | None = None
+        self._hesitation: tuple[list[float], float] | None = None
+        self._level0: tuple[FloatArray, FloatArray] | None = None  # (weights, `naive`'s)
 
     # ------------------------------------------------------------ protocol
     @property
@@ -1822,9 +1830,12 @@ class BayesBelief:
         own = self._filters.mixture(weights)  # `marginals()`
         naive: FloatArray = own
         if self._any_plain:
-            pi = np.where(self._plain, weights, 0.0)
-            pi /= max(float(_SUM(pi, None)), _TINY)
-            naive = _CLIP(pi @ marginal, 0.0, 1.0)
+            kept = self._level0
+            if kept is None or kept[0] is not weights:  # the level-0 models' weights
+                pi = np.where(self._plain, weights, 0.0)
+                pi /= max(float(_SUM(pi, None)), _TINY)
+                kept = self._level0 = (weights, pi)
+            naive = _CLIP(kept[1] @ marginal, 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
@@ -1882,7 +1893,10 @@ class BayesBelief:
         """The posterior weight of the belief-reacting models that read Harry's own map
         (`reads` own or rule): how exposed his own map is to the adversary."""
         weights = self._weights_floats()
-        return float(sum(weights[i] for i in self._exposed))
+        kept = self._exposure
+        if kept is None or kept[0] is not weights:  # once per posterior (several readers)
+            kept = self._exposure = (weights, float(sum(weights[i] for i in self._exposed)))
+        return kept[1]
 
     def hesitation(self) -> float:
         """P(Harry searches instead of a threshold attack): the `rule` model's hesitation
@@ -1890,7 +1904,11 @@ class BayesBelief:
         if not self._rule_hesitate:
             return 0.0
         weights = self._weights_floats()
-        return float(sum(h * weights[i] for i, h in self._rule_hesitate))
+        kept = self._hesitation
+        if kept is None or kept[0] is not weights:  # once per posterior (several readers)
+            total = float(sum(h * weights[i] for i, h in self._rule_hesitate))
+            kept = self._hesitation = (weights, total)
+        return kept[1]
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
         """P(the planner's rule attacks j next turn), per location, on `own`: the top
