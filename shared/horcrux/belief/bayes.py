@@ -686,6 +686,25 @@ def _scattered(n: int, k: int, scatter: float) -> FloatArray:
     return out
 
 
+def _exact_low(
+    tab: _Tables, harry: FloatArray, go: IntArray, free: IntArray, band: float, full: bool
+) -> FloatArray:
+    """0/1 as floats: the destinations `_BeliefPlan._low` gives the sets go on the map
+    `harry` (the free locations within `band` of each set's lowest free one), on their
+    free locations `free` ((len(go), n-k)), or with `full` on every location (0 on the
+    set's own). The same minimum and comparisons as `_low`'s, so divided by their row
+    count the same doubles."""
+    values = harry.take(free)
+    edge = _MIN(values, 1) + band
+    if full:
+        low = harry[None, :] <= edge[:, None]
+        low &= ~tab.member.take(go, axis=0)
+        out: FloatArray = low.astype(np.float64)
+    else:
+        out = (values <= edge[:, None]).astype(np.float64)
+    return out
+
+
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and which of them holds
@@ -801,22 +820,10 @@ class _BeliefPlan:
             self._first = first
 
     def exact_low(self, go: IntArray, band: float, cols: IntArray | None = None) -> FloatArray:
-        """0/1 as floats: the destinations `_low` gives the sets go (the free locations
-        within `band` of each set's lowest free one), on their free locations `cols`
-        ((len(go), n-k)), or on every location when None (0 on the set's own). The same
-        minimum and comparisons as `_low`'s, so divided by their row count the same
-        doubles."""
-        tab = self.tab
-        free = tab.free_cols.take(go, axis=0) if cols is None else cols
-        values = self.harry.take(free)
-        edge = _MIN(values, 1) + band
-        if cols is None:
-            full = self.harry[None, :] <= edge[:, None]
-            full &= ~tab.member.take(go, axis=0)
-            out: FloatArray = full.astype(np.float64)
-        else:
-            out = (values <= edge[:, None]).astype(np.float64)
-        return out
+        """`_exact_low` on this map: on the free locations `cols` ((len(go), n-k)), or on
+        every location when None."""
+        free = self.tab.free_cols.take(go, axis=0) if cols is None else cols
+        return _exact_low(self.tab, self.harry, go, free, band, cols is None)
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -1305,23 +1312,42 @@ class _Filters:
         n = tab.n
         current = self.mixture(weights)
         level = level_fill(current, share)
-        rows = tab.free.take(go, axis=0) * level[None, :]
-        sums = _SUM(rows, 1, keepdims=True)
-        bad = (sums <= 0.0).nonzero()[0]
+        free = tab.free_cols.take(go, axis=0) if cols is None else cols
+        hot = level.nonzero()[0]
+        if len(hot) == 1:
+            # one levelled location u, at exactly 1.0: each set without u has the row
+            # free * level 1.0 at u alone, which sums to 1.0, so it sends it all to u;
+            # the sets holding u fall back (below)
+            u = int(hot[0])
+            out: FloatArray = (free == u).astype(np.float64)
+            bad = tab.member_t[u].take(go).nonzero()[0]
+        else:
+            rows = tab.free.take(go, axis=0) * level[None, :]
+            sums = _SUM(rows, 1, keepdims=True)
+            bad = (sums[:, 0] <= 0.0).nonzero()[0]
+            sums[bad] = 1.0  # those rows are replaced below
+            # the free columns, by flat position
+            out = rows.reshape(-1).take(free + (np.arange(len(go)) * n)[:, None]) / sums
         if len(bad):  # a set holding every levelled location: its lowest free one
-            # (`_low`'s rows for those sets alone: row by row the same doubles and sums)
-            lowest = _BeliefPlan(tab, current)._low(go.take(bad), EXACT_BAND)
-            rows[bad] = lowest
-            sums[bad] = _SUM(lowest, 1, keepdims=True)
-        if cols is not None:  # the free columns, by flat position (`take_along_axis`)
-            rows = rows.reshape(-1).take(cols + (np.arange(len(go)) * n)[:, None])
-        out: FloatArray = rows / sums
-        if model.scatter > 0.0:
+            out[bad] = self._fallback(current, go.take(bad), free.take(bad, axis=0))
+        if model.scatter > 0.0:  # `_scattered`'s share, on the free locations
             out *= 1.0 - model.scatter
-            if cols is None:
-                out += _scattered(tab.n, tab.k, model.scatter).take(go, axis=0)
-            else:  # `_scattered` on the free locations
-                out += model.scatter * (1.0 / (n - tab.k))
+            out += model.scatter * (1.0 / (n - tab.k))
+        if cols is not None:
+            return out
+        whole: FloatArray = np.zeros((len(go), n))  # every location: 0 on the set's own
+        whole.reshape(-1)[free + (np.arange(len(go)) * n)[:, None]] = out
+        return whole
+
+    def _fallback(self, current: FloatArray, go: IntArray, free: IntArray) -> FloatArray:
+        """(len(go), n-k): `_filled`'s rows for sets holding every levelled location, on
+        their free locations `free`: `_low`'s row on the map `current` (each set's lowest
+        free location, EXACT_BAND), divided by that row's own sum over every location."""
+        lowest = _exact_low(self.tab, current, go, free, EXACT_BAND, True)
+        lowest /= _SUM(lowest, 1, keepdims=True)
+        sums = _SUM(lowest, 1, keepdims=True)
+        cells = free + (np.arange(len(go)) * self.tab.n)[:, None]
+        out: FloatArray = lowest.reshape(-1).take(cells) / sums
         return out
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
@@ -1707,7 +1733,6 @@ class BayesBelief:
         # functions of the posterior, kept with the list of weights they were read from
         self._exposure: tuple[list[float], float] | None = None
         self._hesitation: tuple[list[float], float] | None = None
-        self._level0: tuple[FloatArray, FloatArray] | None = None  # (weights, `naive`'s)
 
     # ------------------------------------------------------------ protocol
     @property
@@ -1830,12 +1855,9 @@ class BayesBelief:
         own = self._filters.mixture(weights)  # `marginals()`
         naive: FloatArray = own
         if self._any_plain:
-            kept = self._level0
-            if kept is None or kept[0] is not weights:  # the level-0 models' weights
-                pi = np.where(self._plain, weights, 0.0)
-                pi /= max(float(_SUM(pi, None)), _TINY)
-                kept = self._level0 = (weights, pi)
-            naive = _CLIP(kept[1] @ marginal, 0.0, 1.0)
+            pi = np.where(self._plain, weights, 0.0)
+            pi /= max(float(_SUM(pi, None)), _TINY)
+            naive = _CLIP(pi @ marginal, 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
