@@ -663,6 +663,21 @@ def _move_positions(
     return up, down
 
 
+@lru_cache(maxsize=4096)
+def _move_rows(n: int, k: int, rows: int, models: int, j: int, i: int) -> IntArray:
+    """`_move_positions`' first array as (sets holding j, rows - 1): w[1:, i, with_j[j]]."""
+    out: IntArray = _move_positions(n, k, rows, models, j, i)[0].reshape(rows - 1, -1).T
+    return out
+
+
+@lru_cache(maxsize=64)
+def _row_starts(n: int, count: int) -> IntArray:
+    """(count, 1): the first flat position of each row of a (count, n) array."""
+    out: IntArray = (np.arange(count) * n)[:, None]
+    out.setflags(write=False)
+    return out
+
+
 def _charge_sum(w: FloatArray) -> FloatArray:
     """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
     adds the rows of the outer axis one after the other, so row by row additions give the
@@ -1176,7 +1191,6 @@ class _Filters:
             if whole is not None:
                 plan = _BeliefPlan(tab, self.mixture(whole))
             return self._move_race(i, model, plan, harry)
-        rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
         if model.reads == "rule":
             attack = harry["attack"]
@@ -1185,7 +1199,7 @@ class _Filters:
                 return 0.0
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
-            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            pos = self._move_rows(j, i)
             fixed: int | None = j
         elif (single := plan.only_firing(model)) is not None:
             # one location can fire the model: its sets are the ones holding it, every one
@@ -1194,7 +1208,7 @@ class _Filters:
             j, fire_j = single
             go = tab.with_j[j]
             fire_go = fire_j * model.trigger if model.trigger != 1.0 else fire_j
-            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            pos = self._move_rows(j, i)
             fixed = j
         else:
             lo = model.threshold - model.spread
@@ -1243,8 +1257,7 @@ class _Filters:
         a = live.index(True)
         b = len(live) - live[::-1].index(True)
         # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
-        contrib = np.empty((b - a, len(go), dest.shape[1]))
-        np.multiply(moved.T[a:b, :, None], dest, out=contrib)
+        contrib = moved.T[a:b, :, None] * dest
         if fixed is None:  # each set moves its own top location
             swaps = tab.swap_free.take(plan.top_row.take(go), axis=0)
             idx = (swaps + self._offsets(b - a, n_sets)).reshape(-1)
@@ -1327,7 +1340,7 @@ class _Filters:
             bad = (sums[:, 0] <= 0.0).nonzero()[0]
             sums[bad] = 1.0  # those rows are replaced below
             # the free columns, by flat position
-            out = rows.reshape(-1).take(free + (np.arange(len(go)) * n)[:, None]) / sums
+            out = rows.reshape(-1).take(free + _row_starts(n, len(go))) / sums
         if len(bad):  # a set holding every levelled location: its lowest free one
             out[bad] = self._fallback(current, go.take(bad), free.take(bad, axis=0))
         if model.scatter > 0.0:  # `_scattered`'s share, on the free locations
@@ -1336,7 +1349,7 @@ class _Filters:
         if cols is not None:
             return out
         whole: FloatArray = np.zeros((len(go), n))  # every location: 0 on the set's own
-        whole.reshape(-1)[free + (np.arange(len(go)) * n)[:, None]] = out
+        whole.reshape(-1)[free + _row_starts(n, len(go))] = out
         return whole
 
     def _fallback(self, current: FloatArray, go: IntArray, free: IntArray) -> FloatArray:
@@ -1346,7 +1359,7 @@ class _Filters:
         lowest = _exact_low(self.tab, current, go, free, EXACT_BAND, True)
         lowest /= _SUM(lowest, 1, keepdims=True)
         sums = _SUM(lowest, 1, keepdims=True)
-        cells = free + (np.arange(len(go)) * self.tab.n)[:, None]
+        cells = free + _row_starts(self.tab.n, len(go))
         out: FloatArray = lowest.reshape(-1).take(cells) / sums
         return out
 
@@ -1358,6 +1371,11 @@ class _Filters:
         """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
         return _row_positions(rows, m, sets, i)
+
+    def _move_rows(self, j: int, i: int) -> IntArray:
+        """(sets holding j, R): the flat positions of w[1:, i, with_j[j]], as `_row_base`."""
+        rows, m, _ = self.w.shape
+        return _move_rows(self.n, self.tab.k, rows, m, j, i)
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
