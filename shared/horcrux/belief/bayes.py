@@ -598,8 +598,10 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
     the Horcrux to its lowest location, picks among the locations this leaves tied at L:
     predicting "the lowest before the move" instead lifts that location by the predicted
     mass, and the real destination is one the map keeps at its bottom (docs/MEMORY.md)."""
-    order = np.argsort(values, kind="stable")
-    low = values.take(order).tolist()
+    # in Python floats (15 values or so, where numpy's per-call cost dominates): the
+    # same operations in the same order, `array_sum` being numpy's summation
+    seen = values.tolist()
+    low = sorted(seen)  # the values in numpy's stable argsort order
     level = low[-1] + mass / len(low)
     running = 0.0
     for c, v in enumerate(low, start=1):  # the first c lowest rise to the level
@@ -608,13 +610,14 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
         if c == len(low) or candidate <= low[c]:
             level = candidate
             break
-    out: FloatArray = np.maximum(0.0, level - values)
-    total = float(out.sum())
-    if total <= 0.0:  # no mass to place: the lowest location
+    raised = [g if g > 0.0 else 0.0 for g in [level - v for v in seen]]  # max(0, L - v)
+    total = array_sum(raised)
+    out: FloatArray
+    if total <= 0.0:  # no mass to place: the lowest location (the first of equals)
         out = np.zeros(len(values))
-        out[int(order[0])] = 1.0
+        out[seen.index(low[0])] = 1.0
         return out
-    out /= total
+    out = np.array([x / total for x in raised])
     return out
 
 
