@@ -1521,8 +1521,11 @@ class _Filters:
                 else:
                     if cand is None:  # best evidence first, board order on ties
                         seen = evidence.tolist()
+                        # descending (`reverse` keeps ties in board order, as -e ascending)
                         cand = sorted(
-                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
+                            [j for j, e in enumerate(seen) if e > 0.0],
+                            key=seen.__getitem__,
+                            reverse=True,
                         )
                     order = cand
                 if not order:
@@ -1538,8 +1541,8 @@ class _Filters:
                     reach *= m + (1.0 - m) * c
                 planted = min(1.0, planted * go)
             planted_all[i] = planted
-        for i, row in rows.items():
-            self.c[i] = row
+        if rows:  # one write for every row this step changed
+            self.c[list(rows)] = list(rows.values())
         if scattered:
             assert marginal is not None
             self._scatter(rows, marginal, scattered)
@@ -1556,11 +1559,9 @@ class _Filters:
                 planted = planted_all[i]
                 row = used[i].tolist()
                 shift_row = [x * planted for x in row[:-1]]
-                for q, x in enumerate(shift_row):
-                    row[q] -= x
-                for q, x in enumerate(shift_row):
-                    row[q + 1] += x
-                used[i] = row
+                # every subtraction first, then the additions onto the results
+                less = [x - y for x, y in zip(row[:-1], shift_row, strict=True)] + row[-1:]
+                used[i] = less[:1] + [x + y for x, y in zip(less[1:], shift_row, strict=True)]
 
 
 def array_sum(values: list[float]) -> float:
