@@ -1387,24 +1387,6 @@ class _Filters:
         rows, m, _ = self.w.shape
         return _move_positions(self.n, self.tab.k, rows, m, j, i)
 
-    def _plant_groups(
-        self, i: int, harry: Maps, rated: dict[str, list[list[int]]]
-    ) -> list[list[int]]:
-        """Where model i's `belief` decoy may go (`_top_groups`), cached per map in `rated`."""
-        reads = self.models[i].reads
-        reads = "own" if reads == "rule" else reads
-        if self.models[i].exact and "weights" in harry:
-            # an exact model: near-ties not grouped; on Harry's whole next map (after
-            # every model's move), or the level-0 map for `naive`
-            key = "naive!" if reads == "naive" else "full!"
-            if key not in rated:
-                exact_map = harry["naive"] if reads == "naive" else self.mixture(harry["weights"])
-                rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
-            return rated[key]
-        if reads not in rated:
-            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
-        return rated[reads]
-
     def _plant_on_map(
         self,
         c_row: list[float],
@@ -1483,32 +1465,45 @@ class _Filters:
             if go <= 0.0:
                 continue
             placement = self._placement[i]
-            if placement == "belief":  # most turns no location rates high enough
-                if harry is None:
-                    continue
-                groups = self._plant_groups(i, harry, rated)
-                if not groups:
-                    continue
-            if marginal is None:  # the arrays as Python floats, once for every model
+            if placement == "belief" and harry is None:
+                continue
+            if marginal is None:
                 marginal = self.marginal()
-                m_rows = marginal.tolist()
-                c_rows = self.c.tolist()
             chance = go * left  # this model plants now
-            c_row = c_rows[i]  # in `rows` (written back) once it may change
-            m_row = m_rows[i]
+            c_row = rows[i] = self.c[i].tolist()
+            m_row = marginal[i].tolist()
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
                 total = array_sum(free)
                 if total <= 0.0:
                     continue
-                rows[i] = c_row
                 raise_by = min(1.0, chance / total)  # P(j drawn | j free)
                 c_row[:] = [c + (1.0 - c) * raise_by for c in c_row]
                 planted = min(1.0, go)
             else:  # the free location with the highest public evidence, if above 0
                 # (or, `belief`, the highest occupancy on Harry's map, if above k/N)
+                reads = self.models[i].reads
+                reads = "own" if reads == "rule" else reads
                 if placement == "belief":
-                    rows[i] = c_row
+                    assert harry is not None
+                    if self.models[i].exact and "weights" in harry:
+                        # an exact model: near-ties not grouped; on Harry's whole next map
+                        # (after every model's move), or the level-0 map for `naive`
+                        key = "naive!" if reads == "naive" else "full!"
+                        if key not in rated:
+                            exact_map = (
+                                harry["naive"]
+                                if reads == "naive"
+                                else self.mixture(harry["weights"])
+                            )
+                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+                        groups = rated[key]
+                    else:
+                        if reads not in rated:
+                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                        groups = rated[reads]
+                    if not groups:
+                        continue
                     scatter = self.models[i].scatter
                     planted = self._plant_on_map(c_row, m_row, groups, scatter, chance)
                     if scatter > 0.0:
@@ -1521,16 +1516,12 @@ class _Filters:
                 else:
                     if cand is None:  # best evidence first, board order on ties
                         seen = evidence.tolist()
-                        # descending (`reverse` keeps ties in board order, as -e ascending)
                         cand = sorted(
-                            [j for j, e in enumerate(seen) if e > 0.0],
-                            key=seen.__getitem__,
-                            reverse=True,
+                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
                         )
                     order = cand
                 if not order:
                     continue
-                rows[i] = c_row
                 reach = 1.0  # P(every better candidate is taken)
                 planted = 0.0  # P(a decoy now | charges left), before `go`
                 for j in order:
@@ -1541,8 +1532,8 @@ class _Filters:
                     reach *= m + (1.0 - m) * c
                 planted = min(1.0, planted * go)
             planted_all[i] = planted
-        if rows:  # one write for every row this step changed
-            self.c[list(rows)] = list(rows.values())
+        for i, row in rows.items():
+            self.c[i] = row
         if scattered:
             assert marginal is not None
             self._scatter(rows, marginal, scattered)
@@ -1559,9 +1550,11 @@ class _Filters:
                 planted = planted_all[i]
                 row = used[i].tolist()
                 shift_row = [x * planted for x in row[:-1]]
-                # every subtraction first, then the additions onto the results
-                less = [x - y for x, y in zip(row[:-1], shift_row, strict=True)] + row[-1:]
-                used[i] = less[:1] + [x + y for x, y in zip(less[1:], shift_row, strict=True)]
+                for q, x in enumerate(shift_row):
+                    row[q] -= x
+                for q, x in enumerate(shift_row):
+                    row[q + 1] += x
+                used[i] = row
 
 
 def array_sum(values: list[float]) -> float:
