@@ -8,10 +8,11 @@ Run from the repository root (classic preset, the default planner):
   winner, a hash of every event and a hash of the planner's whole filter state at
   every turn (the map, each model's weights, decoy odds and decoy counts);
 * `... compare A.json B.json`: per opponent, the wins and how many games differ;
-* `... speed OLD_SHARED [GAMES]`: the code under OLD_SHARED (a copy of another commit's
-  `shared/`, e.g. `git archive HEAD~5 shared | tar -x -C /tmp/old`) and this tree's,
-  loaded in one process and played game by game in turn against `reference`: games/s of
-  each by CPU time, which load on a shared machine disturbs far less than the wall clock.
+* `... speed OLD_SHARED [GAMES [HARRY]]`: the code under OLD_SHARED (a copy of another
+  commit's `shared/`, e.g. `git archive HEAD~5 shared | tar -x -C /tmp/old`) and this
+  tree's, loaded in one process and played game by game in turn against `reference`
+  (Harry `planner` unless named, e.g. `planner:aware-copy`): games/s of each by CPU time,
+  which load on a shared machine disturbs far less than the wall clock.
 
 Run `fingerprint` once with `PYTHONPATH=OLD_SHARED` and once without, then `compare`.
 """
@@ -87,7 +88,7 @@ def compare(first: str, second: str) -> None:
         )
 
 
-def speed(old: str, games: int) -> None:
+def speed(old: str, games: int, harry: str = "planner") -> None:
     loaded: dict[str, tuple[dict[str, Any], Any, Any]] = {}
     sys.path[:] = [p for p in sys.path if Path(p).resolve() != Path(SHARED)]
     for tag, root in (("old", old), ("new", SHARED)):
@@ -99,7 +100,7 @@ def speed(old: str, games: int) -> None:
         rules = importlib.import_module("horcrux.rules")
         if not str(sim.__file__).startswith(str(Path(root).resolve())):
             raise SystemExit(f"{tag} code not loaded from {root}: {sim.__file__}")
-        sim.play_game(rules.CLASSIC, 9999, "planner", "reference")  # warm up
+        sim.play_game(rules.CLASSIC, 9999, harry, "reference")  # warm up
         modules = {m: v for m, v in sys.modules.items() if m.split(".")[0] == "horcrux"}
         loaded[tag] = (modules, sim.play_game, rules.CLASSIC)
         sys.path.remove(root)
@@ -109,11 +110,11 @@ def speed(old: str, games: int) -> None:
             modules, play, classic = loaded[tag]
             sys.modules.update(modules)
             start = time.process_time()
-            play(classic, seed, "planner", "reference")
+            play(classic, seed, harry, "reference")
             cpu[tag] += time.process_time() - start
     old_rate, new_rate = games / cpu["old"], games / cpu["new"]
     print(
-        f"planner vs reference, {games} games each, CPU time: old {old_rate:.1f} games/s, "
+        f"{harry} vs reference, {games} games each, CPU time: old {old_rate:.1f} games/s, "
         f"new {new_rate:.1f} games/s ({new_rate / old_rate - 1.0:+.1%})"
     )
 
@@ -123,8 +124,8 @@ def main(argv: list[str]) -> None:
         fingerprint(argv[1], argv[2], int(argv[3]), int(argv[4]), *argv[5:])
     elif argv[:1] == ["compare"] and len(argv) == 3:
         compare(argv[1], argv[2])
-    elif argv[:1] == ["speed"] and len(argv) in (2, 3):
-        speed(argv[1], int(argv[2]) if len(argv) == 3 else 200)
+    elif argv[:1] == ["speed"] and len(argv) in (2, 3, 4):
+        speed(argv[1], int(argv[2]) if len(argv) >= 3 else 200, *argv[3:])
     else:
         raise SystemExit(__doc__)
 

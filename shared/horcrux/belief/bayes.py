@@ -92,6 +92,7 @@ _EVIDENCE_FLOOR = 1e-12
 _CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
 _SUM = np.add.reduce
 _MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
 _ANY = np.logical_or.reduce
 
 
@@ -598,8 +599,10 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
     the Horcrux to its lowest location, picks among the locations this leaves tied at L:
     predicting "the lowest before the move" instead lifts that location by the predicted
     mass, and the real destination is one the map keeps at its bottom (docs/MEMORY.md)."""
-    order = np.argsort(values, kind="stable")
-    low = values.take(order).tolist()
+    # in Python floats (15 values or so, where numpy's per-call cost dominates): the
+    # same operations in the same order, `array_sum` being numpy's summation
+    seen = values.tolist()
+    low = sorted(seen)  # the values in numpy's stable argsort order
     level = low[-1] + mass / len(low)
     running = 0.0
     for c, v in enumerate(low, start=1):  # the first c lowest rise to the level
@@ -608,13 +611,14 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
         if c == len(low) or candidate <= low[c]:
             level = candidate
             break
-    out: FloatArray = np.maximum(0.0, level - values)
-    total = float(out.sum())
-    if total <= 0.0:  # no mass to place: the lowest location
+    raised = [g if g > 0.0 else 0.0 for g in [level - v for v in seen]]  # max(0, L - v)
+    total = array_sum(raised)
+    out: FloatArray
+    if total <= 0.0:  # no mass to place: the lowest location (the first of equals)
         out = np.zeros(len(values))
-        out[int(order[0])] = 1.0
+        out[seen.index(low[0])] = 1.0
         return out
-    out /= total
+    out = np.array([x / total for x in raised])
     return out
 
 
@@ -663,6 +667,21 @@ def _move_positions(
     return up, down
 
 
+@lru_cache(maxsize=4096)
+def _move_rows(n: int, k: int, rows: int, models: int, j: int, i: int) -> IntArray:
+    """`_move_positions`' first array as (sets holding j, rows - 1): w[1:, i, with_j[j]]."""
+    out: IntArray = _move_positions(n, k, rows, models, j, i)[0].reshape(rows - 1, -1).T
+    return out
+
+
+@lru_cache(maxsize=64)
+def _row_starts(n: int, count: int) -> IntArray:
+    """(count, 1): the first flat position of each row of a (count, n) array."""
+    out: IntArray = (np.arange(count) * n)[:, None]
+    out.setflags(write=False)
+    return out
+
+
 def _charge_sum(w: FloatArray) -> FloatArray:
     """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
     adds the rows of the outer axis one after the other, so row by row additions give the
@@ -686,6 +705,26 @@ def _scattered(n: int, k: int, scatter: float) -> FloatArray:
     return out
 
 
+def _exact_low(
+    tab: _Tables, harry: FloatArray, go: IntArray, free: IntArray, band: float, full: bool
+) -> FloatArray:
+    """0/1 as floats: the destinations `_BeliefPlan._low` gives the sets go on the map
+    `harry` (the free locations within `band` of each set's lowest free one), on their
+    free locations `free` ((len(go), n-k)), or with `full` on every location (0 on the
+    set's own). The same minimum and comparisons as `_low`'s, so divided by their row
+    count the same doubles."""
+    # each set's minimum over its free locations, read through the transposed index
+    # (a reduction across rows costs numpy far less than along a short axis)
+    edge = _MIN(harry.take(free.T), 0) + band
+    if full:
+        low = harry[None, :] <= edge[:, None]
+        low &= ~tab.member.take(go, axis=0)
+        out: FloatArray = low.astype(np.float64)
+    else:
+        out = (harry.take(free) <= edge[:, None]).astype(np.float64)
+    return out
+
+
 class _BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and which of them holds
@@ -703,7 +742,6 @@ class _BeliefPlan:
         self._top: tuple[FloatArray, IntArray] | None = None
         self._band: FloatArray | None = None
         self._first: IntArray | None = None
-        self._exact_cols: IntArray | None = None  # `_low`'s columns (EXACT_BAND)
         self._values: list[float] | None = None  # the map in Python floats
 
     def _tops(self) -> tuple[FloatArray, IntArray]:
@@ -766,18 +804,17 @@ class _BeliefPlan:
         n, k = tab.n, tab.k
         if cols is None:
             cols = tab.free_cols.take(go, axis=0)
-        if band != LOW_BAND and destination == "low":  # an exact model: from the full rows
-            full = self.dest(go, destination, scatter, band)
-            out: FloatArray = np.take_along_axis(full, cols, axis=1)
-            return out
         if destination != "low":  # uniform over the free ones: `anywhere`'s value
             return np.full((len(go), n - k), 1.0 / (n - k))
-        self._low_tables()
-        assert self._band is not None and self._first is not None
-        # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
-        # order) the count of `low` destinations, 1 / count the same double as `low`'s
-        cells = (self._first.take(go) * n)[:, None] + cols
-        low: FloatArray = self._band.take(cells)
+        if band != LOW_BAND:  # an exact model: `_low`'s rows, on the free locations
+            low = self.exact_low(go, band, cols)
+        else:
+            self._low_tables()
+            assert self._band is not None and self._first is not None
+            # band[first[s], u] for the free u of each set: 0/1, its row sums (exact in any
+            # order) the count of `low` destinations, 1 / count the same double as `low`'s
+            cells = (self._first.take(go) * n)[:, None] + cols
+            low = self._band.take(cells)
         low /= (low @ tab.ones_free)[:, None]
         if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, as `dest` adds them
             low *= 1.0 - scatter
@@ -801,6 +838,12 @@ class _BeliefPlan:
             for p in range(tab.k - 1, -1, -1):
                 first = np.where(tab.member_t[lows[p]], first, p)
             self._first = first
+
+    def exact_low(self, go: IntArray, band: float, cols: IntArray | None = None) -> FloatArray:
+        """`_exact_low` on this map: on the free locations `cols` ((len(go), n-k)), or on
+        every location when None."""
+        free = self.tab.free_cols.take(go, axis=0) if cols is None else cols
+        return _exact_low(self.tab, self.harry, go, free, band, cols is None)
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -834,18 +877,11 @@ class _BeliefPlan:
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
-        """`low` within `band` (one band per plan: EXACT_BAND) of each set's lowest free
-        location: an exact model's destinations."""
-        if self._exact_cols is None:
-            k = self.tab.k
-            ceiling = float(np.partition(self.harry, k)[k]) if k < self.tab.n else np.inf
-            self._exact_cols = np.flatnonzero(self.harry <= ceiling + band)
-        cols = self._exact_cols
-        others = np.where(self.tab.member[go[:, None], cols], np.inf, self.harry[cols][None, :])
-        low = others <= others.min(axis=1, keepdims=True) + band
-        out: FloatArray = np.zeros((len(go), self.tab.n))
-        out[:, cols] = low / low.sum(axis=1, keepdims=True)
-        return out
+        """`low` within `band` (EXACT_BAND) of each set's lowest free location: an exact
+        model's destinations, (len(go), n)."""
+        low = self.exact_low(go, band)
+        low /= _SUM(low, 1, keepdims=True)
+        return low
 
 
 class _Filters:
@@ -927,6 +963,7 @@ class _Filters:
         self._placement = [m.placement for m in models]
         self.reads_harry = bool(self._belief) or "belief" in self._placement
         self._marginal: FloatArray | None = None
+        self._mixed: tuple[FloatArray, FloatArray, FloatArray] | None = None  # `mixture`
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
         self._spent: set[int] = set()
@@ -959,6 +996,18 @@ class _Filters:
         if self._marginal is None:
             self._marginal = _charge_sum(self.w) @ self.tab.memberf
         return self._marginal
+
+    def mixture(self, weights: FloatArray) -> FloatArray:
+        """Harry's whole map, clip(weights @ marginal()), never to be written: kept while
+        the marginals and the weights are the same arrays (any change to the weights
+        makes new marginals), so the readers between two moves share one product."""
+        marginal = self.marginal()
+        kept = self._mixed
+        if kept is not None and kept[0] is marginal and kept[1] is weights:
+            return kept[2]
+        out: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)
+        self._mixed = (marginal, weights, out)
+        return out
 
     # ------------------------------------------------------------ observations
     def search(self, j: int, positive: bool, sensor: Sensor) -> None:
@@ -1134,15 +1183,19 @@ class _Filters:
         The weights are read and written through flat positions (`take` / `put`: the
         same values as fancy indexing, at a fraction of its cost)."""
         tab = self.tab
-        if model.reads == "rule" and model.exact and "weights" in harry:
-            # a copy of Harry's code sends the Horcrux to the lowest free location of the
-            # map it holds: Harry's whole map after the other models' moves (its own move,
-            # the last, is left out: the fixed point is cut there)
-            full = _CLIP(harry["weights"] @ self.marginal(), 0.0, 1.0)
-            plan = _BeliefPlan(tab, full)
+        # a copy of Harry's code sends the Horcrux to the lowest free location of the map
+        # it holds: Harry's whole map after the other models' moves (its own move, the
+        # last, is left out: the fixed point is cut there). Its plan is built only where
+        # read (most turns the rule attacks nothing), always before this move
+        whole = (
+            harry["weights"]
+            if model.reads == "rule" and model.exact and "weights" in harry
+            else None
+        )
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
+            if whole is not None:
+                plan = _BeliefPlan(tab, self.mixture(whole))
             return self._move_race(i, model, plan, harry)
-        rows = self.w.shape[0] - 1
         n_sets = len(tab.sets)
         if model.reads == "rule":
             attack = harry["attack"]
@@ -1151,7 +1204,7 @@ class _Filters:
                 return 0.0
             go = tab.with_j[j]
             fire_go: FloatArray | float = float(attack[j]) * model.trigger
-            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            pos = self._move_rows(j, i)
             fixed: int | None = j
         elif (single := plan.only_firing(model)) is not None:
             # one location can fire the model: its sets are the ones holding it, every one
@@ -1160,7 +1213,7 @@ class _Filters:
             j, fire_j = single
             go = tab.with_j[j]
             fire_go = fire_j * model.trigger if model.trigger != 1.0 else fire_j
-            pos = self._move_index(j, i)[0].reshape(rows, -1).T  # w[1:, i, go] as (go, R)
+            pos = self._move_rows(j, i)
             fixed = j
         else:
             lo = model.threshold - model.spread
@@ -1189,16 +1242,18 @@ class _Filters:
             if model.reads != "rule" and not _ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
-        self._marginal = None
         band = EXACT_BAND if model.exact else LOW_BAND
         cols = None if fixed is None else tab.free_cols_j[fixed]
-        full = self._filled(i, model, go, total, harry) if model.fill else None
-        if full is not None:  # levelled destinations, on each set's free locations
+        dest: FloatArray | None = None
+        if model.fill:  # levelled destinations, on each set's free locations
             if cols is None:
                 cols = tab.free_cols.take(go, axis=0)
-            dest = np.take_along_axis(full, cols, axis=1)
-        else:
+            dest = self._filled(i, model, go, total, harry, cols)
+        if dest is None:
+            if whole is not None:
+                plan = _BeliefPlan(tab, self.mixture(whole))
             dest = plan.free_dest(go, model.destination, model.scatter, band, cols)  # (go, n-k)
+        self._marginal = None  # the move below changes it
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # only the charge levels a..b-1 that move anything (a model's lower levels are
         # often still empty) and the free locations: every other contribution is an exact
@@ -1207,8 +1262,7 @@ class _Filters:
         a = live.index(True)
         b = len(live) - live[::-1].index(True)
         # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
-        contrib = np.empty((b - a, len(go), dest.shape[1]))
-        np.multiply(moved.T[a:b, :, None], dest, out=contrib)
+        contrib = moved.T[a:b, :, None] * dest
         if fixed is None:  # each set moves its own top location
             swaps = tab.swap_free.take(plan.top_row.take(go), axis=0)
             idx = (swaps + self._offsets(b - a, n_sets)).reshape(-1)
@@ -1251,13 +1305,21 @@ class _Filters:
         return total
 
     def _filled(
-        self, i: int, model: AdversaryModel, go: IntArray, mass: float, harry: Maps
+        self,
+        i: int,
+        model: AdversaryModel,
+        go: IntArray,
+        mass: float,
+        harry: Maps,
+        cols: IntArray | None = None,
     ) -> FloatArray | None:
         """(len(go), n): a `fill` model's destinations for the sets go, which move `mass`
         of model i's weight: `level_fill` on Harry's whole map as it stands (every move
         before this one made), the mixture's share of the move being model i's posterior
         weight times `mass`; each set's row keeps its free locations, and the `scatter`
-        share goes anywhere free. None when there is nothing to level (no weights)."""
+        share goes anywhere free. None when there is nothing to level (no weights).
+        With `cols` (each set's free locations, (len(go), n-k)): those columns only, the
+        same doubles."""
         weights = harry.get("weights")
         if weights is None:
             return None
@@ -1265,19 +1327,45 @@ class _Filters:
         if share <= _TINY:
             return None
         tab = self.tab
-        current = _CLIP(weights @ self.marginal(), 0.0, 1.0)
-        self._marginal = None  # the move that follows changes it
+        n = tab.n
+        current = self.mixture(weights)
         level = level_fill(current, share)
-        rows = tab.free.take(go, axis=0) * level[None, :]
-        sums = _SUM(rows, 1, keepdims=True)
-        if not bool((sums > 0.0).all()):  # a set holding every levelled location
-            lowest = _BeliefPlan(tab, current).dest(go, "low", 0.0, EXACT_BAND)
-            rows = np.where(sums > 0.0, rows, lowest)
+        free = tab.free_cols.take(go, axis=0) if cols is None else cols
+        hot = level.nonzero()[0]
+        if len(hot) == 1:
+            # one levelled location u, at exactly 1.0: each set without u has the row
+            # free * level 1.0 at u alone, which sums to 1.0, so it sends it all to u;
+            # the sets holding u fall back (below)
+            u = int(hot[0])
+            out: FloatArray = (free == u).astype(np.float64)
+            bad = tab.member_t[u].take(go).nonzero()[0]
+        else:
+            rows = tab.free.take(go, axis=0) * level[None, :]
             sums = _SUM(rows, 1, keepdims=True)
-        out: FloatArray = rows / sums
-        if model.scatter > 0.0:
+            bad = (sums[:, 0] <= 0.0).nonzero()[0]
+            sums[bad] = 1.0  # those rows are replaced below
+            # the free columns, by flat position
+            out = rows.reshape(-1).take(free + _row_starts(n, len(go))) / sums
+        if len(bad):  # a set holding every levelled location: its lowest free one
+            out[bad] = self._fallback(current, go.take(bad), free.take(bad, axis=0))
+        if model.scatter > 0.0:  # `_scattered`'s share, on the free locations
             out *= 1.0 - model.scatter
-            out += _scattered(tab.n, tab.k, model.scatter).take(go, axis=0)
+            out += model.scatter * (1.0 / (n - tab.k))
+        if cols is not None:
+            return out
+        whole: FloatArray = np.zeros((len(go), n))  # every location: 0 on the set's own
+        whole.reshape(-1)[free + _row_starts(n, len(go))] = out
+        return whole
+
+    def _fallback(self, current: FloatArray, go: IntArray, free: IntArray) -> FloatArray:
+        """(len(go), n-k): `_filled`'s rows for sets holding every levelled location, on
+        their free locations `free`: `_low`'s row on the map `current` (each set's lowest
+        free location, EXACT_BAND), divided by that row's own sum over every location."""
+        lowest = _exact_low(self.tab, current, go, free, EXACT_BAND, True)
+        lowest /= _SUM(lowest, 1, keepdims=True)
+        sums = _SUM(lowest, 1, keepdims=True)
+        cells = free + _row_starts(self.tab.n, len(go))
+        out: FloatArray = lowest.reshape(-1).take(cells) / sums
         return out
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
@@ -1288,6 +1376,11 @@ class _Filters:
         """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
         return _row_positions(rows, m, sets, i)
+
+    def _move_rows(self, j: int, i: int) -> IntArray:
+        """(sets holding j, R): the flat positions of w[1:, i, with_j[j]], as `_row_base`."""
+        rows, m, _ = self.w.shape
+        return _move_rows(self.n, self.tab.k, rows, m, j, i)
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
@@ -1402,7 +1495,7 @@ class _Filters:
                             exact_map = (
                                 harry["naive"]
                                 if reads == "naive"
-                                else _CLIP(harry["weights"] @ marginal, 0.0, 1.0)
+                                else self.mixture(harry["weights"])
                             )
                             rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
                         groups = rated[key]
@@ -1654,6 +1747,9 @@ class BayesBelief:
         self._cache: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._weights: tuple[tuple[int, int], FloatArray] | None = None
         self._weights_list: list[float] | None = None
+        # functions of the posterior, kept with the list of weights they were read from
+        self._exposure: tuple[list[float], float] | None = None
+        self._hesitation: tuple[list[float], float] | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -1773,7 +1869,7 @@ class BayesBelief:
         self._cache = None
         weights = self._weights_view()
         marginal = self._filters.marginal()
-        own: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)  # `marginals()`, a new array
+        own = self._filters.mixture(weights)  # `marginals()`
         naive: FloatArray = own
         if self._any_plain:
             pi = np.where(self._plain, weights, 0.0)
@@ -1814,6 +1910,11 @@ class BayesBelief:
         attacks = self.attacks_left()
         if k == 0 or attacks <= 0:
             return None
+        # rho is at most the exposed models' weight (each model's weights sum to 1, up to
+        # rounding): most turns that alone is below the race's start, and the per-model
+        # sums rho needs are skipped
+        if self.exposure() < rule.race * (1.0 - 1e-9):
+            return None
         rho = self.race_exposure()
         if rho < rule.race:
             return None
@@ -1831,7 +1932,10 @@ class BayesBelief:
         """The posterior weight of the belief-reacting models that read Harry's own map
         (`reads` own or rule): how exposed his own map is to the adversary."""
         weights = self._weights_floats()
-        return float(sum(weights[i] for i in self._exposed))
+        kept = self._exposure
+        if kept is None or kept[0] is not weights:  # once per posterior (several readers)
+            kept = self._exposure = (weights, float(sum(weights[i] for i in self._exposed)))
+        return kept[1]
 
     def hesitation(self) -> float:
         """P(Harry searches instead of a threshold attack): the `rule` model's hesitation
@@ -1839,7 +1943,11 @@ class BayesBelief:
         if not self._rule_hesitate:
             return 0.0
         weights = self._weights_floats()
-        return float(sum(h * weights[i] for i, h in self._rule_hesitate))
+        kept = self._hesitation
+        if kept is None or kept[0] is not weights:  # once per posterior (several readers)
+            total = float(sum(h * weights[i] for i, h in self._rule_hesitate))
+            kept = self._hesitation = (weights, total)
+        return kept[1]
 
     def _rule_attack(self, rule: AdversaryModel, own: FloatArray) -> FloatArray:
         """P(the planner's rule attacks j next turn), per location, on `own`: the top
