@@ -1,4 +1,5 @@
-"""Layer 2 speed: belief update p50 (seed-heuristic vs bayes), planner decision p50, games/s.
+"""Layer 2 speed: belief update p50 (seed-heuristic vs bayes), planner decision p50, games/s
+of the default planner and of `planner:aware` (the default before it), side by side.
 
 Run: `.venv/bin/python benchmarks/bench_belief.py [games]` (one core, classic preset,
 reference Voldemort). Games/s is measured on the process's CPU time (`time.process_time`),
@@ -55,14 +56,20 @@ def main(games: int = 200) -> None:
         print(f"  bayes:{mode:10s} {p50:8.1f} us")
 
     latencies: list[float] = []
-    start = time.perf_counter()
-    cpu_start = time.process_time()
-    wins = 0
+    # the default and the default before it (`aware`), in turn a game at a time, so that
+    # the machine's load falls on both alike and their ratio is measured side by side
+    specs = ("planner", "planner:aware")
+    cpu = dict.fromkeys(specs, 0.0)
+    wall = dict.fromkeys(specs, 0.0)
+    won = dict.fromkeys(specs, 0)
     for seed in range(games):
-        result = play_game(CLASSIC, seed, "planner", "reference")
-        wins += result.winner == "harry"
-    cpu = time.process_time() - cpu_start
-    elapsed = time.perf_counter() - start
+        for spec in specs:
+            start = time.perf_counter()
+            cpu_start = time.process_time()
+            result = play_game(CLASSIC, seed, spec, "reference")
+            cpu[spec] += time.process_time() - cpu_start
+            wall[spec] += time.perf_counter() - start
+            won[spec] += result.winner == "harry"
     brain_stats = []
     for seed in range(20):
         brain = PlannerHarry(CLASSIC)
@@ -86,10 +93,13 @@ def main(games: int = 200) -> None:
     p99 = statistics.quantiles(latencies, n=100)[98]
     print(f"planner decision p99 (update + plan): {p99 * 1000:8.1f} us (budget 5 ms)")
     print(f"planner snapshot at game end: max {max(brain_stats)} bytes")
-    print(
-        f"planner games/s on one core: {games / cpu:6.1f} by CPU time, {games / elapsed:.1f} "
-        f"by the wall clock ({games} games, {wins / games:.1%} wins vs reference)"
-    )
+    for spec in specs:
+        print(
+            f"{spec} games/s on one core: {games / cpu[spec]:6.1f} by CPU time, "
+            f"{games / wall[spec]:.1f} by the wall clock "
+            f"({games} games, {won[spec] / games:.1%} wins vs reference)"
+        )
+    print(f"ratio planner / planner:aware by CPU time: {cpu['planner:aware'] / cpu['planner']:.2f}")
 
 
 if __name__ == "__main__":
