@@ -692,8 +692,9 @@ class SeedHeuristicHarry:
 @HARRY_BRAINS.register(
     "planner",
     description=(
-        "exact Bayes map, information-gain searches, threshold attacks and the endgame "
-        "(:trigger|hazard|static|mixture|robust)"
+        "exact Bayes map, information-gain searches, threshold attacks and the endgame, "
+        "built for an adversary who reads Harry's map or code (:MODE, default aware-copy; "
+        "aware is the default before it; trigger|hazard|static|mixture|robust|...)"
     ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:
