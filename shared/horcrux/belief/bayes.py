@@ -1006,6 +1006,7 @@ class _Filters:
         if kept is not None and kept[0] is marginal and kept[1] is weights:
             return kept[2]
         out: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)
+        out.setflags(write=False)  # shared by its readers: a write would corrupt the cache
         self._mixed = (marginal, weights, out)
         return out
 
