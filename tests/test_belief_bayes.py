@@ -138,6 +138,15 @@ class BruteForce:
                     if u not in sset:
                         share = v * p / len(leaving) / (n - k)
                         add(((sset - {a}) | {u}, r - 1), share)
+        if moved_total > 0:  # moves neither plant nor lift a decoy: P(decoy at j) stays
+            before = self.marginal()
+            decoy = [(1 - before[j]) * self.c[j] for j in range(n)]
+            self.w = out
+            after = self.marginal()
+            self.c = [
+                min(1.0, decoy[j] / (1 - after[j])) if 1 - after[j] > 1e-6 else self.c[j]
+                for j in range(n)
+            ]
         self.w = out
         if model.plant > 0 and len(self.used) > 1:
             left = 1 - self.used[-1]
@@ -592,3 +601,30 @@ def test_a_lookahead_and_a_snapshot_keep_the_lagged_waits() -> None:
     assert restored.marginals().tolist() == a.marginals().tolist()
     assert restored._filters.waits == a._filters.waits
     assert any(m.lag for m in restored.models)
+
+
+def test_a_location_the_horcrux_left_holds_no_decoy() -> None:
+    """A relocation neither plants nor lifts a decoy. A model that plants at the top
+    location when it is free, and moves a Horcrux a turn after its positive, must not
+    carry "a decoy if no Horcrux" onto the location its Horcrux just left: an empty
+    attack there is what it predicts, not an impossibility that restarts it."""
+    model = AdversaryModel("late", "trigger", trigger=1.0, plant=1.0, lag=1)
+    belief = BayesBelief(SMALL, "custom", models=(model,))
+
+    def turn(t: int, action: Search | Attack, outcome: str) -> None:
+        kind = "search" if isinstance(action, Search) else "attack"
+        sensor = "harry" if kind == "search" else None
+        obs = Observation(location=action.location, kind=kind, outcome=outcome, sensor=sensor)
+        belief.update(HarryRecord(turn=t, action=action, observations=(obs,)))
+
+    turn(1, Search(location="a"), "positive")
+    # the decoy went to `a` exactly when `a` was free: P(decoy at a) = P(a free)
+    free_a = 1.0 - belief.occupancy()["a"]
+    assert belief.decoy_probability()[0] == pytest.approx(free_a, abs=1e-12)
+    turn(2, Search(location="b"), "negative")  # the Horcrux at `a` moves now, if any
+    assert belief.occupancy()["a"] == pytest.approx(0.0, abs=1e-12)
+    assert belief.decoy_probability()[0] < 0.6  # not "surely a decoy": it may have left
+    before = float(belief._filters.log_evidence[0])
+    turn(3, Attack(location="a"), "empty")
+    assert belief._filters.restarts == 0
+    assert float(belief._filters.log_evidence[0]) - before > math.log(0.3)

@@ -314,6 +314,8 @@ MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (
     replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
 )
 MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
+KEEP_FLOOR = 1e-6
+"""`_Filters._keep_decoys`: below this P(no Horcrux at j), c_j is left as it was."""
 COPY_RACE_COST = 0.7
 """`aware-copy`: the race's cost of an attack, as a share of the thresholds' (1 in `aware-race`)."""
 COPY_RACE_FROM = 0.3
@@ -920,6 +922,7 @@ class _Filters:
         else:  # decoys already planted, for the models that plant
             self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
+        self.restarts = 0  # models restarted after calling an observation impossible
         self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
         self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
         self._trigger = [
@@ -984,6 +987,7 @@ class _Filters:
         if min(total.tolist()) <= _TINY:
             # a model said "impossible": restart it uniform over the sets
             dead = total <= _TINY
+            self.restarts += int(dead.sum())
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
                 self.w[-1, i] = 1.0 / self.w.shape[2]
@@ -1070,6 +1074,9 @@ class _Filters:
         tab = self.tab
         moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
         w = self.w
+        # P(decoy at j) per model before the moves: a relocation neither plants nor lifts
+        # a decoy, so the moves keep it (`_keep_decoys`)
+        decoys = (1.0 - self.marginal()) * self.c if self.c.any() else None
         lagged = self._lagged_moves(positives, turn) if self._lagged else []
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
@@ -1114,8 +1121,25 @@ class _Filters:
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
+        if decoys is not None and max(moved_total) > 0.0:
+            self._keep_decoys(decoys)
         if self.used.shape[1] > 1 and self._planters:
             self._plant([1.0 - x for x in moved_total], evidence, harry)
+
+    def _keep_decoys(self, decoys: FloatArray) -> None:
+        """c after the moves, from each model's P(decoy at j) before them (`decoys`): a
+        Horcrux leaves j or arrives at a free j, and no decoy appears or goes, so
+        P(decoy at j) stays and c_j = P(decoy at j) / P(no Horcrux at j) on the moved
+        weights. Without this the mass that moved off j would take j's c_j with it: a
+        location that held the Horcrux, hence surely no decoy, would count as "a decoy
+        if no Horcrux", and an empty attack there would be impossible to every model.
+        (A destination that ignores decoys may move more into j than was decoy-free:
+        c_j is then capped at 1. Where P(no Horcrux at j) is below KEEP_FLOOR, c_j is a
+        ratio of rounding errors and stays as it was: it weighs nothing there.)"""
+        self._marginal = None
+        free = 1.0 - self.marginal()
+        kept = np.minimum(decoys / np.maximum(free, KEEP_FLOOR), 1.0)
+        self.c = np.where(free > KEEP_FLOOR, kept, self.c)
 
     def _move_trigger(self, flat: FloatArray, i: int, moves: list[tuple[int, float]]) -> float:
         """Model i moves the Horcrux at each j of `moves` with its probability (one charge)
