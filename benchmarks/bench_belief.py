@@ -1,5 +1,6 @@
 """Layer 2 speed: belief update p50 (seed-heuristic vs bayes), planner decision p50, games/s
-of the default planner and of `planner:aware` (the default before it), side by side.
+of the default planner and of `planner:aware` (the default before it), side by side, and
+the machine's pure-Python speed (games/s scale with it: compare machines through it).
 
 Run: `.venv/bin/python benchmarks/bench_belief.py [games]` (one core, classic preset,
 reference Voldemort). Games/s is measured on the process's CPU time (`time.process_time`),
@@ -47,7 +48,21 @@ def _p50_update_us(games: list[list[HarryRecord]], make: object) -> float:
     return statistics.median(times) * 1e6
 
 
+def _python_speed() -> float:
+    """This machine's pure-Python speed: millions of loop additions a CPU second (best of
+    five), so that games/s measured on different machines can be compared."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        total = 0
+        for i in range(1_000_000):
+            total += i
+        best = min(best, time.process_time() - start)
+    return 1.0 / best
+
+
 def main(games: int = 200) -> None:
+    print(f"machine: {_python_speed():.1f} M pure-Python loop additions per CPU second")
     sample = _records(range(20))
     print("belief update p50 (classic, 20 games of the planner vs reference):")
     print(f"  seed-heuristic   {_p50_update_us(sample, lambda: HeuristicBelief(CLASSIC)):8.1f} us")

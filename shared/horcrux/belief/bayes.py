@@ -22,15 +22,18 @@ Predictive step (what Voldemort may have done after Harry's turn), one per adver
     * `hazard`: any set with charges left moves one of its Horcruxes with probability h
       per turn (uniform Horcrux, uniform destination), using a charge;
     * `static`: nothing moves.
-    Decoys never move. A model may also plant decoys (`plant` > 0): like the reference
-    adversary, at the free location with the highest public evidence (the log-likelihood
-    sum of Harry's searches there, reset by an attack) when that evidence is above 0 and
-    no relocation happened. The chance that each candidate was the free one chosen raises
-    its c_j, and the expected number of decoys used is tracked so planting stops once the
-    charges are (probably) spent. (Destinations ignore decoys, an approximation.) A
-    `greedy` placement drops "above 0": every location is a candidate, best evidence
-    first (a Voldemort who plants whenever he can, from turn 1: what cross-game memory
-    learns as `plant_blind`).
+    Decoys never move, and a relocation neither plants nor lifts one: through the moves each
+    model keeps P(decoy at j) = (1 - m_j) c_j, so c_j becomes that over the new P(no Horcrux
+    at j). (The location a Horcrux left held none; without this, the moved weight would take
+    j's c_j with it.) A model may also plant decoys (`plant` > 0): like the reference
+    adversary, at the free location with the highest public evidence (the log-likelihood sum
+    of Harry's searches there, reset by an attack) when that evidence is above 0 and no
+    relocation happened. The chance that each candidate was the free one chosen raises its
+    c_j, and the expected number of decoys used is tracked so planting stops once the
+    charges are (probably) spent. (Destinations ignore decoys, an approximation.) A `greedy`
+    placement drops "above 0": every location is a candidate, best evidence first (a
+    Voldemort who plants whenever he can, from turn 1: what cross-game memory learns as
+    `plant_blind`).
 
 Model averaging (`mixture`)
     Each model runs its own exact filter; its posterior weight is its prior times the
@@ -2052,6 +2055,10 @@ class BayesBelief:
     def model_marginals(self) -> FloatArray:
         """(models, N): each adversary model's own P(real Horcrux at i)."""
         return self._filters.marginal().copy()
+
+    def model_decoy_odds(self) -> FloatArray:
+        """(models, N): each adversary model's c_j = P(decoy at j | no Horcrux at j)."""
+        return self._filters.c.copy()
 
     def marginals(self) -> FloatArray:
         """m_i = P(real Horcrux at i), in board order; sums to k."""
