@@ -414,6 +414,20 @@ def test_race_attack_is_the_threshold_rule_unexposed_and_a_mixed_strategy_expose
     np.testing.assert_allclose(race_attack(near, 0.5, 0.5, True), [0.75, 0.25, 0.0], atol=1e-9)
 
 
+def test_race_attack_prices_the_charges_the_copy_burns() -> None:
+    m = np.array([1.0, 0.5, 0.0])
+    # charge V = 0.5 at rho = 1: g = m (1 + V) = (1.5, 0.75, 0); pi_j = (g_j - cost) / (2 m_j):
+    # the top (1.5 - 0.5) / 2 = 1/2 (1/4 without the charge), 0.5's (0.75 - 0.5) / 1 = 1/4
+    np.testing.assert_allclose(race_attack(m, 0.5, 1.0, False, 0.5), [0.5, 0.25, 0.0])
+    # unexposed, the charge changes nothing: the deterministic rule
+    np.testing.assert_array_equal(race_attack(m, 0.5, 0.0, False, 0.5), [1.0, 0.0, 0.0])
+    # V = 0 is the race without it, to the bit
+    for rho, forced in ((0.4, False), (1.0, True), (0.5, True)):
+        np.testing.assert_array_equal(
+            race_attack(m, 0.5, rho, forced, 0.0), race_attack(m, 0.5, rho, forced)
+        )
+
+
 def _race_belief() -> tuple[BayesBelief, AdversaryModel]:
     model = AdversaryModel(
         "rule",
@@ -600,6 +614,22 @@ def test_the_race_cost_scales_the_attack_cost() -> None:
     np.testing.assert_allclose(plan_, [9 / 32, 0.0, 0.0, 0.0])
 
 
+def test_the_race_charge_raises_the_attack_the_rule_model_predicts() -> None:
+    # as in the race test above (m_a = 4/7, rho = 1, cost 0.5), a burnt charge worth 0.5:
+    # g_a = 4/7 x 1.5 = 6/7 and pi_a = (6/7 - 1/2) / (8/7) = 5/16 (1/16 without it); the
+    # rule model moves the Horcrux at a with that same probability
+    _, model = _race_belief()
+    belief = BayesBelief(TINY, "custom", models=(replace(model, race_charge=0.5),))
+    belief.update(_search(1, "a", "positive"))
+    plan_ = belief.race_plan()
+    assert plan_ is not None
+    np.testing.assert_allclose(plan_, [5 / 16, 0.0, 0.0, 0.0])
+    moved = (4 / 7) * 5 / 16
+    np.testing.assert_allclose(
+        belief.marginals(), [4 / 7 - moved, 1 / 7 + moved / 3, 1 / 7 + moved / 3, 1 / 7 + moved / 3]
+    )
+
+
 def test_aware_copy_is_the_exact_models_levelled_with_a_cheaper_race() -> None:
     copy = MODES["aware-copy"]
     assert [m.name for m in copy] == [m.name for m in AWARE_EXACT]
@@ -607,7 +637,7 @@ def test_aware_copy_is_the_exact_models_levelled_with_a_cheaper_race() -> None:
         reads_own = mine.motion == "belief" and mine.reads != "naive"
         assert mine.fill is reads_own
         if mine.reads == "rule":
-            assert (mine.race, mine.race_cost) == (0.3, 0.7)
+            assert (mine.race, mine.race_cost, mine.race_charge) == (0.3, 0.7, 0.0)
             assert replace(mine, fill=False, race=0.0, race_cost=1.0) == exact
         else:
             assert replace(mine, fill=False) == exact

@@ -510,6 +510,7 @@ MODE_PARAMS: dict[str, PlannerParams] = {
     "aware-exact": RANDOMISED,
     "aware-race": RANDOMISED,
     "aware-copy": RANDOMISED,
+    "aware-charge": RANDOMISED,
     "aware-models": replace(RANDOMISED, model_info=1.0),
     "aware-lag": RANDOMISED,
 }

@@ -138,6 +138,8 @@ class AdversaryModel:
     # waiting for its move starts no second wait)
     race_cost: float = 1.0  # `rule` models playing the race: an attack's cost, as a share
     # of the thresholds for the spare attacks left (`race_attack`'s cost)
+    race_charge: float = 0.0  # `rule` models playing the race: what a relocation charge
+    # the copy burns is worth to Harry, in Horcruxes (`race_attack`'s charge)
     fill: bool = False  # `belief` models reading Harry's own map (`own`, `rule`): the
     # moved Horcrux goes to the locations his map rates lowest *after this prediction*,
     # levelled (`level_fill`), not to the lowest before it (which the prediction itself
@@ -211,16 +213,21 @@ RULE_HESITATE = 0.5
 """The planner's hesitation before a threshold attack, at full weight of `rule` models."""
 
 
-def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:
+def race_attack(
+    own: FloatArray, cost: float, rho: float, forced: bool, charge: float = 0.0
+) -> FloatArray:
     """P(Harry attacks j next turn) in the one-turn race against an adversary who draws
     Harry's own mixed strategy from his own stream and moves what it draws (docs/MEMORY.md).
 
     Attacking j with probability pi_j destroys a Horcrux with probability
     m_j (1 - rho pi_j) (rho: P(the adversary copies him and has a charge left)) and costs
-    an attack, worth `cost` (the threshold for the spare attacks left). Maximising
-    sum_j pi_j (m_j (1 - rho pi_j) - cost) over sum_j pi_j <= 1 gives
-    pi_j = max(0, m_j - cost - mu) / (2 rho m_j), mu >= 0 the least making the sum at most 1
-    (a forced attack: cost 0 and the sum exactly 1). rho = 0 is the deterministic rule."""
+    an attack, worth `cost` (the threshold for the spare attacks left). The copy draws j
+    with the same pi_j, and where a Horcrux stands (m_j) it burns one of its relocation
+    charges, worth `charge` (V) to Harry. Maximising
+    sum_j pi_j (m_j (1 + rho V - rho pi_j) - cost) over sum_j pi_j <= 1 gives
+    pi_j = max(0, g_j - cost - mu) / (2 rho m_j), g_j = m_j (1 + rho V), mu >= 0 the least
+    making the sum at most 1 (a forced attack: cost 0 and the sum exactly 1). rho = 0 is
+    the deterministic rule; V = 0 the race without the charges' worth."""
     m = np.clip(own, 0.0, 1.0)
     out: FloatArray = np.zeros(len(m))
     if rho <= 1e-9:
@@ -230,16 +237,17 @@ def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> Float
         return out
     c = 0.0 if forced else cost
     live = m > 1e-12
+    gain = m * (1.0 + rho * charge) if charge > 0.0 else m
 
     def share(mu: float) -> FloatArray:
         p: FloatArray = np.where(
-            live, np.clip((m - c - mu) / (2.0 * rho * np.maximum(m, 1e-12)), 0.0, 1.0), 0.0
+            live, np.clip((gain - c - mu) / (2.0 * rho * np.maximum(m, 1e-12)), 0.0, 1.0), 0.0
         )
         return p
 
     pi = share(0.0)
     if float(pi.sum()) > 1.0:
-        lo, hi = 0.0, float(m.max())
+        lo, hi = 0.0, float(gain.max())
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             if float(share(mid).sum()) > 1.0:
@@ -323,6 +331,9 @@ COPY_RACE_COST = 0.7
 """`aware-copy`: the race's cost of an attack, as a share of the thresholds' (1 in `aware-race`)."""
 COPY_RACE_FROM = 0.3
 """`aware-copy`: the exposure from which the race plays (RACE_FROM, 0.2, in `aware-race`)."""
+CHARGE_VALUE = 0.5
+"""`aware-charge`: what a relocation charge the copy burns is worth to Harry, in
+Horcruxes (`race_attack`'s charge; 0 in every other mode)."""
 
 
 def _copy_model(model: AdversaryModel) -> AdversaryModel:
@@ -339,6 +350,9 @@ AWARE_COPY: tuple[AdversaryModel, ...] = tuple(_copy_model(m) for m in AWARE_EXA
 of Harry's code: the exact models, their own-map destinations levelled (`fill`), and the
 race from rho >= 0.3 at 0.7 of the thresholds' cost (docs/MEMORY.md)."""
 MODES["aware-copy"] = AWARE_COPY
+MODES["aware-charge"] = tuple(  # aware-copy's race pricing the charges the copy burns (opt-in)
+    replace(m, race_charge=CHARGE_VALUE) if m.reads == "rule" else m for m in AWARE_COPY
+)
 LAGGED: tuple[AdversaryModel, ...] = (
     AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
     AdversaryModel(
@@ -1950,7 +1964,7 @@ class BayesBelief:
         forced = turns_left <= k or turns_left <= attacks
         thresholds = rule.rule or RULE_THRESHOLDS
         cost = rule.race_cost * thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
-        return race_attack(own, cost, min(1.0, rho), forced)
+        return race_attack(own, cost, min(1.0, rho), forced, rule.race_charge)
 
     def attacks_left(self) -> int:
         """Harry's attacks left, from the attacks he has folded in."""
