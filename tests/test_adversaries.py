@@ -604,27 +604,27 @@ def test_a_fill_model_survives_a_snapshot() -> None:
     np.testing.assert_array_equal(again.marginals(), belief.marginals())
 
 
-def test_the_race_cost_scales_the_attack_cost() -> None:
-    # as in the race test above, but an attack costs 0.5 x 0.5: pi_a = (4/7 - 1/4) / (8/7)
+@pytest.mark.parametrize(
+    ("change", "pi_a"),
+    [
+        # an attack costs 0.5 x 0.5: pi_a = (4/7 - 1/4) / (8/7)
+        ({"race_cost": 0.5}, 9 / 32),
+        # a burnt charge worth 0.5: g_a = 4/7 x 1.5 = 6/7, pi_a = (6/7 - 1/2) / (8/7)
+        ({"race_charge": 0.5}, 5 / 16),
+    ],
+)
+def test_the_race_cost_and_charge_set_the_attack_the_rule_model_predicts(
+    change: dict[str, float], pi_a: float
+) -> None:
+    # as in the race test above (m_a = 4/7, rho = 1, cost 0.5, pi_a = 1/16), and the rule
+    # model moves the Horcrux at a with the probability Harry attacks it
     _, model = _race_belief()
-    belief = BayesBelief(TINY, "custom", models=(replace(model, race_cost=0.5),))
+    belief = BayesBelief(TINY, "custom", models=(replace(model, **change),))
     belief.update(_search(1, "a", "positive"))
     plan_ = belief.race_plan()
     assert plan_ is not None
-    np.testing.assert_allclose(plan_, [9 / 32, 0.0, 0.0, 0.0])
-
-
-def test_the_race_charge_raises_the_attack_the_rule_model_predicts() -> None:
-    # as in the race test above (m_a = 4/7, rho = 1, cost 0.5), a burnt charge worth 0.5:
-    # g_a = 4/7 x 1.5 = 6/7 and pi_a = (6/7 - 1/2) / (8/7) = 5/16 (1/16 without it); the
-    # rule model moves the Horcrux at a with that same probability
-    _, model = _race_belief()
-    belief = BayesBelief(TINY, "custom", models=(replace(model, race_charge=0.5),))
-    belief.update(_search(1, "a", "positive"))
-    plan_ = belief.race_plan()
-    assert plan_ is not None
-    np.testing.assert_allclose(plan_, [5 / 16, 0.0, 0.0, 0.0])
-    moved = (4 / 7) * 5 / 16
+    np.testing.assert_allclose(plan_, [pi_a, 0.0, 0.0, 0.0])
+    moved = (4 / 7) * pi_a
     np.testing.assert_allclose(
         belief.marginals(), [4 / 7 - moved, 1 / 7 + moved / 3, 1 / 7 + moved / 3, 1 / 7 + moved / 3]
     )
