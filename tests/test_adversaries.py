@@ -4,8 +4,11 @@ randomisation."""
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
 import random
 from dataclasses import replace
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_ha
 from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
 from horcrux.belief.bayes import (
     AWARE_EXACT,
+    DEFAULT_MODE,
     MODES,
     AdversaryModel,
     BayesBelief,
@@ -664,3 +668,30 @@ def test_model_information_is_where_the_models_disagree() -> None:
 
     assert info[3] == pytest.approx(h2(0.5) - (h2(0.8) + h2(0.2)) / 2)
     np.testing.assert_allclose(info[:3], 0.0, atol=1e-12)
+
+
+def _benchmark(name: str) -> ModuleType:
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_mixture_moves_only_the_priors() -> None:
+    # benchmarks/mirror_committed.py: the default's models, `rule` at the prior asked, the
+    # others sharing the rest in their default proportions; nothing else changes
+    bench = _benchmark("mirror_committed")
+    base = MODES[DEFAULT_MODE]
+    models = bench.committed_models(0.98, None)
+    assert [m.name for m in models] == [m.name for m in base]
+    assert sum(m.prior for m in models) == pytest.approx(1.0)
+    rule = next(m for m in models if m.name == "rule")
+    assert rule.prior == 0.98 and rule.race == 0.3
+    for mine, default in zip(models, base, strict=True):
+        assert replace(mine, prior=default.prior) == default
+    assert next(m for m in bench.committed_models(1.0, 0.2) if m.name == "rule").race == 0.2
+    # at prior 1 the other models hold no weight, so `rule` holds all of it
+    wins, weights = bench.play(1, 1.0, None)
+    assert wins in (0, 1) and weights and all(w == pytest.approx(1.0) for w in weights.values())

@@ -1,0 +1,96 @@
+"""The default planner's models, committed to `rule` from turn 1, against a copy of itself.
+
+`benchmarks/mirror_knows.py` plays a Harry who holds one adversary model, mirror's exact
+`rule`. This script keeps every model of the default (`aware-copy`) and only moves the
+priors: `rule` gets PRIOR and the others share 1 - PRIOR in their default proportions
+(at PRIOR = 1 their filters still run, at weight 0). `mirror`'s copy is the same brain.
+It prints the win rate and the `rule` model's mean posterior weight every ten turns:
+how far a mixture that is sure of the adversary from the start gets, beside the Harry
+who has nothing else to believe (docs/MEMORY.md, "What the knowing Harry has").
+
+    .venv/bin/python benchmarks/mirror_committed.py [games] [--prior P] [--race R]
+
+`--race R` starts the race at exposure R (the default's 0.3; the knowing Harry's 0.2).
+Seeds 0..games-1, classic preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+
+from horcrux import engine, rng
+from horcrux.agents.adversaries import MirrorVoldemort
+from horcrux.agents.planner import RANDOMISED, PlannerHarry
+from horcrux.belief.bayes import DEFAULT_MODE, MODES, AdversaryModel, BayesBelief
+from horcrux.rules import CLASSIC
+from horcrux.views import harry_view, voldemort_view
+
+
+def committed_models(prior: float, race: float | None) -> tuple[AdversaryModel, ...]:
+    """The default's models with `rule` at `prior` (and its race start at `race`)."""
+    base = MODES[DEFAULT_MODE]
+    others = sum(m.prior for m in base if m.name != "rule")
+    return tuple(
+        replace(m, prior=prior, race=m.race if race is None else race)
+        if m.name == "rule"
+        else replace(m, prior=(1.0 - prior) * m.prior / others)
+        for m in base
+    )
+
+
+def play(games: int, prior: float, race: float | None) -> tuple[int, dict[int, float]]:
+    """Wins over seeds 0..games-1, and the `rule` model's mean weight at turns 10, 20, ..."""
+    models = committed_models(prior, race)
+
+    def brain() -> PlannerHarry:
+        with np.errstate(divide="ignore"):  # at prior 1 the others' log prior is -inf: weight 0
+            belief = BayesBelief(CLASSIC, "custom", models=models)
+        return PlannerHarry(CLASSIC, DEFAULT_MODE, RANDOMISED, belief=belief)
+
+    weight: dict[int, float] = defaultdict(float)
+    seen: dict[int, int] = defaultdict(int)
+    wins = 0
+    for seed in range(games):
+        state, _ = engine.new_game(CLASSIC, seed)
+        harry = brain()
+        voldemort = MirrorVoldemort(CLASSIC)
+        voldemort.copy = brain()
+        while not state.over:
+            if state.phase == "harry":
+                view = harry_view(state)
+                move = harry.decide(view, rng.stream(seed, "harry", state.turn))
+                if state.turn % 10 == 0:  # the weights the decision was made on
+                    names = [m.name for m in harry.belief.models]
+                    weight[state.turn] += harry.belief.model_weights()[names.index("rule")]
+                    seen[state.turn] += 1
+                state, _ = engine.apply(state, move)
+            else:
+                vmove = voldemort.decide(
+                    voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
+                )
+                state, _ = engine.apply(state, vmove)
+        wins += state.winner == "harry"
+    return wins, {t: weight[t] / seen[t] for t in sorted(weight)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("games", nargs="?", type=int, default=200)
+    parser.add_argument("--prior", type=float, default=0.98)
+    parser.add_argument("--race", type=float, default=None)
+    args = parser.parse_args()
+    wins, weights = play(args.games, args.prior, args.race)
+    print(
+        f"the default's models, rule at prior {args.prior:g}, against a copy of that brain, "
+        f"{args.games} games, seeds 0-{args.games - 1}:"
+    )
+    print(f"  wins {100 * wins / args.games:.1f}% ({wins})")
+    print("  rule weight by turn: " + ", ".join(f"{t}: {w:.3f}" for t, w in weights.items()))
+
+
+if __name__ == "__main__":
+    main()
