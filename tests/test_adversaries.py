@@ -692,6 +692,9 @@ def test_the_committed_mixture_moves_only_the_priors() -> None:
     for mine, default in zip(models, base, strict=True):
         assert replace(mine, prior=default.prior) == default
     assert next(m for m in bench.committed_models(1.0, 0.2) if m.name == "rule").race == 0.2
+    alone = bench.committed_models(1.0, None, ("rule",), 2)
+    assert [m.name for m in alone] == ["rule", "rule-copy-0", "rule-copy-1"]
+    assert [m.prior for m in alone] == [1.0, 0.0, 0.0]
     # at prior 1 the other models hold no weight, so `rule` holds all of it
-    wins, weights = bench.play(1, 1.0, None)
+    wins, weights = bench.play(1, bench.committed_models(1.0, None))
     assert wins in (0, 1) and weights and all(w == pytest.approx(1.0) for w in weights.values())
