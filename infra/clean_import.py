@@ -149,13 +149,14 @@ def _module_file(site: Path, module: str) -> Path | None:
 
 
 def _is_import_module_call(node: ast.AST) -> str | None:
-    """The literal name of an `import_module("...")` call, else None."""
+    """The literal name of an `import_module("...")` or `lazy_import("...")` (horcrux.lazy)
+    call, else None."""
     if not isinstance(node, ast.Call) or not node.args:
         return None
     func = node.func
     called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
     first = node.args[0]
-    if called == "import_module" and isinstance(first, ast.Constant):
+    if called in ("import_module", "lazy_import") and isinstance(first, ast.Constant):
         return first.value if isinstance(first.value, str) else None
     return None
 

@@ -24,7 +24,8 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     typing_only: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            typing_only |= {id(n) for n in ast.walk(node)}
+            # its body only: the `else:` of `if TYPE_CHECKING:` runs (a `lazy_import` there)
+            typing_only |= {id(n) for statement in node.body for n in ast.walk(statement)}
     out: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -35,7 +36,20 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
                 out.add(full if full in known else node.module)
         elif isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
+        elif (lazy := lazy_import_of(node)) is not None:  # `lazy_import("horcrux.x")`
+            out.add(lazy)
     return {m for m in out if m in known and m != name}
+
+
+def lazy_import_of(node: ast.AST) -> str | None:
+    """The module a `lazy_import("...")` call (horcrux.lazy) names, else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+    first = node.args[0]
+    if called == "lazy_import" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -75,6 +89,12 @@ def test_the_import_graph_has_no_cycle() -> None:
     graph = {name: imports(name, path, known) for name, path in known.items()}
     assert len(graph) > 80 and graph["horcrux.agents.gated"]  # the walk saw the package
     assert cycles(graph) == []
+
+
+def test_a_lazy_import_is_an_import_for_the_cycle_check() -> None:
+    known = modules()
+    graph = imports("horcrux.api.memory_routes", known["horcrux.api.memory_routes"], known)
+    assert "horcrux.echo.ops" in graph  # bound by `lazy_import`, typed under TYPE_CHECKING
 
 
 def test_the_cycle_finder_finds_one() -> None:

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from horcrux.api.http import ERRORS, Authorization, bearer
 from horcrux.api.schemas import CorrectionRequest
+from horcrux.lazy import lazy_import
 from horcrux.service import GameService, InvalidRequest
 from horcrux.settings import OperatorSettings
 from horcrux.store.port import ScopeStore
+
+if TYPE_CHECKING:
+    from horcrux.echo import ops
+else:  # the memory code (toml config, models) loads at the first memory call
+    ops = lazy_import("horcrux.echo.ops")
 
 AgentSpec = Annotated[str, Path(min_length=1, max_length=128, description="the AI Harry's spec")]
 ItemId = Annotated[str, Path(min_length=1, max_length=64, description="a memory item's id")]
@@ -33,8 +39,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewayHttpRouter:
     """Inspect, search, export, correct and forget a scope's cross-game memory."""
-    from horcrux.echo import ops
-
     router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
     def scope_store() -> ScopeStore:
