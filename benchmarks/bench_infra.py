@@ -100,6 +100,7 @@ def main() -> int:
             f"  {'function':<15} {'layers':<9} {'median':>8} {'best':>8} {'cpu':>8}"
             "  anthropic imported"
         )
+        api_cpu: float | None = None
         for spec in names.FUNCTIONS:
             results = [
                 import_handler(spec, boto3_dir, layers=host_layers, importtime=True)
@@ -108,11 +109,18 @@ def main() -> int:
             times = [(r.importtime_us or 0) / 1000 for r in results]
             median, best = statistics.median(times), min(times)
             cpu = statistics.median(r.cpu_seconds * 1000 for r in results)
+            if spec.name == "api":
+                api_cpu = cpu
             layers = "core+llm" if spec.llm else "core"
             verdict = "ok" if cpu <= GOAL_MS else f"over {GOAL_MS} ms"
             print(
                 f"  {spec.name:<15} {layers:<9} {median:>5.0f} ms {best:>5.0f} ms {cpu:>5.0f} ms  "
                 f"{'yes' if any(r.anthropic_imported for r in results) else 'no'}  ({verdict})"
+            )
+        if api_cpu is not None:
+            print(
+                f"  API handler goal <= {GOAL_MS} ms (the CPU time: an idle machine's wall time): "
+                f"{'met' if api_cpu <= GOAL_MS else 'MISSED'} ({api_cpu:.0f} ms)"
             )
         print(
             "  import anthropic, once a key exists (AI turns only): "
