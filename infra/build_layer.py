@@ -72,13 +72,13 @@ LAMBDA_PLATFORMS = (
 DEV_PYTHON = "3.11"  # the oldest Python the project supports (pyproject's requires-python)
 
 TOOL_MODULES = (
-    "horcrux.cli",
-    "horcrux.extras",
-    "horcrux.sim",
-    "horcrux.local",
-    "horcrux.evaluation",
-    "horcrux.echo.season",
-    "horcrux.store.selfplay",
+    "horcrux_tools.cli",
+    "horcrux_tools.extras",
+    "horcrux_tools.sim",
+    "horcrux_tools.local",
+    "horcrux_tools.evaluation",
+    "horcrux_tools.echo.season",
+    "horcrux_tools.selfplay",
 )
 """Development tools inside the `horcrux` package that no Lambda imports: left out of the layer."""
 

@@ -155,7 +155,7 @@ def test_the_core_layer_holds_the_horcrux_wheel_without_the_tools(
     assert not (info / "direct_url.json").exists()  # no build path baked in
     recorded = [line.split(",", 1)[0] for line in (info / "RECORD").read_text().splitlines()]
     assert "horcrux/service/__init__.py" in recorded
-    assert not [r for r in recorded if r.startswith(("horcrux/cli.py", "horcrux/local/"))]
+    assert not [r for r in recorded if r.startswith(("horcrux/cli.py", "horcrux_tools/local/"))]
     assert all((site / r).exists() for r in recorded)
     entry_points = (info / "entry_points.txt").read_text()
     assert "horcrux.voldemort_brains" not in entry_points  # built-ins need no entry point
@@ -224,7 +224,7 @@ def test_the_handlers_import_no_tool_module_and_every_import_is_in_the_layer(
     built-in brains too) is in the layer, and none of them is a tool."""
     source = walk_imports(ROOT / "shared", handler_files(), BUILTIN_MODULES)
     assert not tool_modules_in(source.modules, build_layer.TOOL_MODULES)
-    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.echo.opponents"} <= source.modules
+    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.agents.opponents"} <= source.modules
     layer = walk_imports(host_layers["core"] / "python", handler_files(), BUILTIN_MODULES)
     assert not layer.missing, f"imported by the functions, missing from the layer: {layer.missing}"
     assert layer.modules == source.modules
@@ -235,7 +235,7 @@ def test_the_import_walk_sees_a_tool_imported_lazily(tmp_path: Path) -> None:
     handler = tmp_path / "handler.py"
     handler.write_text("def lambda_handler(event, context):\n    from horcrux import cli\n")
     walk = walk_imports(ROOT / "shared", [handler])
-    assert "horcrux.cli" in tool_modules_in(walk.modules, build_layer.TOOL_MODULES)
+    assert "horcrux_tools.cli" in tool_modules_in(walk.modules, build_layer.TOOL_MODULES)
     gone = walk_imports(tmp_path, [handler])  # a site without horcrux: reported missing
     assert "horcrux" in gone.missing
 
@@ -258,7 +258,7 @@ def test_the_extras_hold_the_tools_dependencies_and_dev_installs_them_all() -> N
 
 
 def test_a_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from horcrux import extras
+    from horcrux_tools import extras
 
     with pytest.raises(SystemExit) as raised:
         extras.require_extra("local", "serve", modules=("moto", "no_such_module_xyz"))
@@ -323,7 +323,7 @@ def listed_brains() -> dict[str, list[str]]:
         [
             sys.executable,
             "-c",
-            "import sys; from horcrux.cli import main; sys.exit(main(['brains']))",
+            "import sys; from horcrux_tools.cli import main; sys.exit(main(['brains']))",
         ],
         capture_output=True,
         text=True,
@@ -410,9 +410,9 @@ def test_the_planner_plays_from_the_pruned_layer(
     host_layers: dict[str, Path], boto3_dir: Path, tmp_path: Path
 ) -> None:
     """numpy without numpy.random still plays: a whole planner game in the clean interpreter,
-    the same game as `horcrux.sim` plays from the source tree."""
+    the same game as `horcrux_tools.sim` plays from the source tree."""
     from horcrux.rules import CLASSIC
-    from horcrux.sim import play_game
+    from horcrux_tools.sim import play_game
 
     expected = play_game(CLASSIC, 3, "planner", "reference")
     wanted = [expected.winner, expected.turns, expected.destroyed]
