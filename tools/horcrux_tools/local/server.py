@@ -303,7 +303,7 @@ def start_stack(
 
         watch = DynamoWatch(dynamo.endpoint, dynamo.tables, on_loss=notice).start()
         ai = AiTurns(
-            GameService(DynamoDbStore(settings.store.dynamo()), brain_settings=brain_settings),
+            GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
         app = ApiGatewayWsgi(

@@ -159,7 +159,7 @@ def _packaged_api_handler() -> Handler:
         return DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
 
     service = GameService(
-        DynamoDbStore(settings.store.dynamo()),
+        DynamoDbStore.from_settings(settings.store),
         ttl_seconds=settings.store.ttl_seconds,
         brain_settings=lambda: settings.brains.values(key()),
     )
