@@ -253,7 +253,7 @@ def test_every_module_of_the_layer_imports_in_a_clean_interpreter_without_a_tool
         ".".join(p.relative_to(source).with_suffix("").parts).removesuffix(".__init__")
         for p in (source / "horcrux").rglob("*.py")
     }
-    assert len(result.modules) > 80 and "horcrux.agents.opponents" in result.modules
+    assert len(result.modules) > 70 and "horcrux.agents.opponents" in result.modules
     assert not result.failed, result.failed
     assert set(result.imported) == set(result.modules)
     assert not result.tool_imports, f"runtime modules import tools: {result.tool_imports}"
