@@ -125,4 +125,4 @@ lock: venv
 	$(BIN)/python infra/build_layer.py --lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info cdk.out node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info tools/*.egg-info cdk.out node_modules
