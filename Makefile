@@ -28,10 +28,10 @@ help:
 	@echo "make synth      synthesise the CDK app offline (layers built without Docker)"
 	@echo "make format     apply ruff's formatter and safe fixes"
 
-$(STAMP): pyproject.toml requirements.txt requirements-dev.txt
+$(STAMP): pyproject.toml tools/pyproject.toml requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements-dev.txt -e .
+	$(BIN)/python -m pip install -q -r requirements-dev.txt -e . -e tools
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -125,4 +125,4 @@ lock: venv
 	$(BIN)/python infra/build_layer.py --lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info cdk.out node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info tools/*.egg-info cdk.out node_modules

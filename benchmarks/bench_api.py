@@ -2,7 +2,7 @@
 
 Against moto in process (no network), the Lambda handlers exactly as deployed:
 `lambdas/api/handler.py` fed API Gateway v2 events built by the local adapter
-(`horcrux.local.server.api_gateway_event`), and `lambdas/{harry,voldemort}_turn/handler.py`
+(`horcrux_tools.local.server.api_gateway_event`), and `lambdas/{harry,voldemort}_turn/handler.py`
 fed the stream record of the event that asks for the AI's turn.
 
 * Games A: a person as Harry (searches round the board, never attacks: 50 turns) through
@@ -51,14 +51,15 @@ for _name in ("AWS_PROFILE", "HORCRUX_DYNAMODB_ENDPOINT", "AWS_ENDPOINT_URL_DYNA
 from aws_lambda_powertools.metrics import Metrics  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from horcrux import rng, sim  # noqa: E402
+from horcrux import rng  # noqa: E402
 from horcrux.agents import VOLDEMORT_BRAINS  # noqa: E402
-from horcrux.local.moto_server import create_tables  # noqa: E402
-from horcrux.local.server import FakeLambdaContext, api_gateway_event, stream_record  # noqa: E402
 from horcrux.rules import PRESETS  # noqa: E402
 from horcrux.service import TurnRequest  # noqa: E402
 from horcrux.store import CallRecorder, DynamoDbStore  # noqa: E402
 from horcrux.views import VoldemortView  # noqa: E402
+from horcrux_tools import sim  # noqa: E402
+from horcrux_tools.local.moto_server import create_tables  # noqa: E402
+from horcrux_tools.local.server import FakeLambdaContext, api_gateway_event, stream_record  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GAMES = 3

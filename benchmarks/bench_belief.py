@@ -19,7 +19,7 @@ from horcrux.belief.bayes import MODES, BayesBelief
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.models import HarryMoved, HarryRecord
 from horcrux.rules import CLASSIC
-from horcrux.sim import play_game
+from horcrux_tools.sim import play_game
 
 
 def _records(seeds: range) -> list[list[HarryRecord]]:

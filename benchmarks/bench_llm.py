@@ -19,11 +19,11 @@ from typing import Any
 from horcrux import engine
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.llm import LLMHarry
-from horcrux.local.model_server import ModelNotBuilt, running_model_server
 from horcrux.memory.context import render_narrative
 from horcrux.models import Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.views import HarryView, harry_view
+from horcrux_tools.local.model_server import ModelNotBuilt, running_model_server
 
 REPEATS = 5
 

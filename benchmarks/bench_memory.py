@@ -29,8 +29,8 @@ from horcrux.memory import (
 )
 from horcrux.models import GameState, HarryMoved, HarryRecord
 from horcrux.rules import STANDARD, RuleSet
-from horcrux.sim import play_game
 from horcrux.views import HarryView, harry_view
+from horcrux_tools.sim import play_game
 
 TURN = 40
 REPEATS = 200

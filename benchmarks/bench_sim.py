@@ -6,7 +6,7 @@ import sys
 import time
 
 from horcrux.rules import CLASSIC
-from horcrux.sim import run_games
+from horcrux_tools.sim import run_games
 
 PAIRS = [("naive", "reference"), ("naive", "passive"), ("oracle", "reference")]
 

@@ -31,15 +31,16 @@ os.environ.pop("HORCRUX_DYNAMODB_ENDPOINT", None)
 
 from moto import mock_aws  # noqa: E402
 
-from horcrux import engine, rng, sim  # noqa: E402
+from horcrux import engine, rng  # noqa: E402
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS  # noqa: E402
 from horcrux.models import Seat  # noqa: E402
 from horcrux.rules import CLASSIC  # noqa: E402
 from horcrux.store import CallRecorder, DynamoDbStore, MemoryStore, SeatInfo  # noqa: E402
 from horcrux.store.capacity import item_size  # noqa: E402
 from horcrux.store.port import BeliefPoint, GameStore  # noqa: E402
-from horcrux.store.selfplay import start_game  # noqa: E402
 from horcrux.views import harry_view, voldemort_view  # noqa: E402
+from horcrux_tools import sim  # noqa: E402
+from horcrux_tools.selfplay import start_game  # noqa: E402
 
 SEATS: dict[Seat, SeatInfo] = {
     "harry": SeatInfo(kind="ai", brain="planner"),

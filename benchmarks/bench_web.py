@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from horcrux.local.client import HorcruxClient
-from horcrux.local.harness import ServeProcess
 from horcrux.rules import CLASSIC
+from horcrux_tools.local.client import HorcruxClient
+from horcrux_tools.local.harness import ServeProcess
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -37,7 +37,7 @@ def fingerprint(
     from horcrux.agents import planner
     from horcrux.belief.bayes import BayesBelief
     from horcrux.rules import preset as rules_preset
-    from horcrux.sim import play_game
+    from horcrux_tools.sim import play_game
 
     rules = rules_preset(preset)
 
@@ -96,7 +96,7 @@ def speed(old: str, games: int, harry: str = "planner") -> None:
             del sys.modules[name]
         sys.path.insert(0, root)
         importlib.import_module("horcrux.agents.planner")
-        sim = importlib.import_module("horcrux.sim")
+        sim = importlib.import_module("horcrux_tools.sim")
         rules = importlib.import_module("horcrux.rules")
         if not str(sim.__file__).startswith(str(Path(root).resolve())):
             raise SystemExit(f"{tag} code not loaded from {root}: {sim.__file__}")

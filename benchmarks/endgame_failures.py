@@ -16,10 +16,10 @@ import os
 import sys
 from multiprocessing import get_context
 
-from horcrux.evaluation.metrics import GameEvent, stale_memory
 from horcrux.models import HarryMoved
 from horcrux.rules import CLASSIC
-from horcrux.sim import play_game
+from horcrux_tools.evaluation.metrics import GameEvent, stale_memory
+from horcrux_tools.sim import play_game
 
 
 def endgame_start(events: list[GameEvent]) -> int:

@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from horcrux.local.harness import ServeProcess
+from horcrux_tools.local.harness import ServeProcess
 
 WINDOW = 1000
 POLL_S = 1.0

@@ -16,7 +16,7 @@ from collections import defaultdict
 from horcrux.belief.bayes import MODES, forgotten_budgets
 from horcrux.models import GameState
 from horcrux.rules import CLASSIC
-from horcrux.sim import play_game
+from horcrux_tools.sim import play_game
 
 TURNS = (5, 9, 17, 25)
 

@@ -18,9 +18,9 @@ import sys
 from horcrux import engine, rng
 from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.planner import REBUILD_PRIORS, WindowPlannerHarry
-from horcrux.evaluation.metrics import calibration_terms
 from horcrux.rules import CLASSIC
 from horcrux.views import harry_view, voldemort_view
+from horcrux_tools.evaluation.metrics import calibration_terms
 
 
 def score(window: int, games: int) -> tuple[dict[str, float], int]:

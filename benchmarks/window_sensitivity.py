@@ -16,7 +16,7 @@ each window under:
     .venv/bin/python benchmarks/window_sensitivity.py [games] [workers]
 
 The variants are registered as a third-party Harry brain (`window-variant:W/target/prior`,
-W = 0 for full memory), so `horcrux.sim.run_games` plays them in its worker processes.
+W = 0 for full memory), so `horcrux_tools.sim.run_games` plays them in its worker processes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import replace
 from horcrux.agents import HARRY_BRAINS, BrainOptions, HarryBrain
 from horcrux.agents.planner import REFERENCE_RULE, WindowPlannerHarry
 from horcrux.rules import CLASSIC
-from horcrux.sim import run_games
+from horcrux_tools.sim import run_games
 
 WINDOWS = (0, 8, 16, 32)
 VARIANTS = (("horcrux", "reference"), ("responds", "forecast"), ("responds", "reference"))

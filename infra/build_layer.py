@@ -3,8 +3,8 @@
 Two layers (Lambda puts each layer's `python/` on `sys.path`, merged under /opt/python):
 
 - `core`: `locks/core.txt` (pydantic, aws-lambda-powertools, numpy and what they need) and the
-  `horcrux` package installed from its wheel, without the tools (TOOL_MODULES); attached to
-  every function;
+  `horcrux` package installed from the runtime distribution's wheel (`horcrux-hunt`); attached
+  to every function;
 - `llm`: `locks/llm.txt` (the Anthropic SDK) less what the core already holds (the lock is
   resolved with the core's lock as constraints, so a shared package has one version),
   attached only to the AI turn functions (the only code that ever imports it, lazily, once a
@@ -23,9 +23,12 @@ machine (`host_python()`; the lock carries every platform's hashes): the tests a
 benchmark import every handler in a clean interpreter of it from that copy.
 
 `horcrux` is built as a wheel (`pip wheel`, setuptools, from a clean copy of pyproject.toml
-and shared/, so nothing stale ships) and installed with `pip install --no-deps`, then the
-tool modules (CLI, local server, evaluation, self-play, seasons) are removed from it and from
-its RECORD: a Lambda never imports them (tests/test_layer.py walks the handlers' imports).
+and shared/horcrux, so nothing stale ships) and installed with `pip install --no-deps` from
+that wheel's folder (by name, not path: pip records no build path), exactly as built: nothing
+is removed after the fact. The tools (CLI, local server, evaluation, self-play, seasons) are
+another distribution (`horcrux-tools`, tools/), so the layer holds none of them by
+construction; tests/test_layer.py imports every module of the layer's `horcrux` in a clean
+interpreter and tests/test_imports.py checks that no runtime module imports a tool.
 
 The locked wheels are installed once per lock and platform (a stamp holds their hash); the
 `horcrux` wheel is rebuilt when its sources change, so `cdk synth` always ships the current
@@ -70,17 +73,6 @@ LAMBDA_PLATFORMS = (
     "manylinux2014_aarch64",
 )
 DEV_PYTHON = "3.11"  # the oldest Python the project supports (pyproject's requires-python)
-
-TOOL_MODULES = (
-    "horcrux.cli",
-    "horcrux.extras",
-    "horcrux.sim",
-    "horcrux.local",
-    "horcrux.evaluation",
-    "horcrux.echo.season",
-    "horcrux.store.selfplay",
-)
-"""Development tools inside the `horcrux` package that no Lambda imports: left out of the layer."""
 
 PRUNE_DIRS = frozenset({"__pycache__", "tests"})
 # numpy/random (3.8 MB) too: numpy imports it lazily, on first use, and horcrux never does (its
@@ -324,17 +316,6 @@ def _rewrite_records(site: Path) -> None:
         record.write_text("".join(f"{line}\n" for line in kept))
 
 
-def tool_paths(site: Path) -> list[Path]:
-    """Where TOOL_MODULES would be in `site` (a module file or a package directory)."""
-    found = []
-    for module in TOOL_MODULES:
-        base = site.joinpath(*module.split("."))
-        for candidate in (base.with_suffix(".py"), base):
-            if candidate.exists():
-                found.append(candidate)
-    return found
-
-
 def package_fingerprint() -> str:
     """A hash of what goes into the `horcrux` wheel: pyproject.toml, README.md, shared/horcrux."""
     digest = hashlib.sha256()
@@ -380,7 +361,7 @@ def build_wheel(out: Path) -> Path:
 
 
 def _install_package(core: Path, wheels: Path) -> None:
-    """Replace the core's `horcrux` with the wheel's, less the tools."""
+    """Replace the core's `horcrux` with the runtime wheel's, as built (nothing removed)."""
     existing = distributions(core).get("horcrux-hunt")
     if existing is not None:
         _remove_distribution(core, existing[1])
@@ -389,15 +370,13 @@ def _install_package(core: Path, wheels: Path) -> None:
     if wheels.exists():
         shutil.rmtree(wheels)
     wheel = build_wheel(wheels)
-    _pip_install(LAMBDA, core, str(wheel))  # pure Python: the same files for every platform
-    for path in tool_paths(core):
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-    _, info = distributions(core)["horcrux-hunt"]
-    (info / "direct_url.json").unlink(missing_ok=True)  # the wheel's temporary path
-    _prune(core)
+    name, version = wheel.name.split("-")[:2]
+    # by name from the wheel's folder, not by path: a path is a direct URL, which pip would
+    # record (direct_url.json, the temporary build path). Pure Python: the same files for
+    # every platform.
+    _pip_install(
+        LAMBDA, core, "--no-index", "--find-links", str(wheels), f"{normalise(name)}=={version}"
+    )
 
 
 def _install_locked(platform: Platform, root: Path) -> None:

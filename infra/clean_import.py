@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,6 +235,116 @@ def walk_imports(
     return ImportWalk(modules=modules, missing=frozenset(missing))
 
 
-def tool_modules_in(modules: frozenset[str], tools: tuple[str, ...]) -> list[str]:
-    """The members of `modules` that are a tool module or inside a tool package."""
-    return sorted(m for m in modules if any(m == t or m.startswith(t + ".") for t in tools))
+# ------------------------------------------------------------------ every module of a package
+TOOL_IMPORTS = (
+    "horcrux_tools",
+    "moto",
+    "waitress",
+    "matplotlib",
+    "pytest",
+    "hypothesis",
+    "schemathesis",
+    "playwright",
+)
+"""Top-level packages only the tools or the checks install (tools/pyproject.toml,
+requirements-dev.txt): no runtime module may import one, lazily or not."""
+
+PACKAGE_PROBE = """
+import importlib, json, sys, traceback
+sys.path[:0] = json.loads(sys.argv[1])
+names, forbidden, package = json.loads(sys.argv[2]), frozenset(json.loads(sys.argv[3])), sys.argv[4]
+
+def importer():
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name == package or name.startswith(package + "."):
+            return name
+        frame = frame.f_back
+    return None
+
+attempts = []
+class Watch:
+    # records every attempt to import a tool package, caught or not; finds nothing itself
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in forbidden:
+            attempts.append([name, importer()])
+        return None
+
+sys.meta_path.insert(0, Watch())
+failed = {}
+for name in names:
+    try:
+        importlib.import_module(name)
+    except BaseException:
+        failed[name] = traceback.format_exc(limit=-4)
+print(json.dumps({
+    "imported": sorted(n for n in names if n in sys.modules),
+    "failed": failed,
+    "attempts": attempts,
+    "modules": sorted(m for m in sys.modules if "." not in m),
+}))
+"""
+
+
+def package_modules(site: Path, package: str = "horcrux") -> list[str]:
+    """Every module of `package` installed in `site`, from its files (packages first)."""
+    root = site / package
+    names = {
+        ".".join(p.relative_to(site).with_suffix("").parts).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    return sorted(names, key=lambda n: (n.count("."), n))
+
+
+@dataclass(frozen=True)
+class PackageImport:
+    modules: tuple[str, ...]  # the package's modules, from the files in the site
+    imported: tuple[str, ...]  # those in sys.modules after importing each
+    failed: dict[str, str]  # module -> the end of its traceback
+    tool_imports: tuple[tuple[str, str | None], ...]  # (tool module, the importer in package)
+    top_level: tuple[str, ...]  # every top-level module loaded
+
+    @property
+    def tools_loaded(self) -> list[str]:
+        return sorted(set(self.top_level) & set(TOOL_IMPORTS))
+
+
+def import_every_module(
+    site: Path,
+    extra_paths: Sequence[Path] = (),
+    *,
+    package: str = "horcrux",
+    env: dict[str, str] | None = None,
+) -> PackageImport:
+    """Import each module of `package` (as installed in `site`) in one fresh `python -I -S`
+    of the runtime's version, with only `site` and `extra_paths` (the other layer, boto3)
+    on its path; record what failed and every attempt to import a tool package."""
+    names = package_modules(site, package)
+    path = [str(site), *map(str, extra_paths)]
+    command = [
+        build_layer.host_python(),
+        "-I",
+        "-S",
+        "-c",
+        PACKAGE_PROBE,
+        json.dumps(path),
+        json.dumps(names),
+        json.dumps(TOOL_IMPORTS),
+        package,
+    ]
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **FAKE_AWS_ENV, **(env or {})}
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, cwd=site, env=environment
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the import probe failed:\n{done.stderr[-4000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return PackageImport(
+        modules=tuple(names),
+        imported=tuple(result["imported"]),
+        failed=dict(result["failed"]),
+        tool_imports=tuple((a, b) for a, b in result["attempts"]),
+        top_level=tuple(result["modules"]),
+    )

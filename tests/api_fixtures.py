@@ -24,8 +24,8 @@ if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
 
 from conftest import TEST_AWS_ENV, set_aws_env  # noqa: E402
 
-from horcrux.local.wsgi import own_metric_set  # noqa: E402
 from horcrux.store import DynamoDbStore  # noqa: E402
+from horcrux_tools.local.wsgi import own_metric_set  # noqa: E402
 
 EVENTS_DIR = ROOT / "events"
 IDEMPOTENCY_TABLE = TEST_AWS_ENV["HORCRUX_IDEMPOTENCY_TABLE"]

@@ -31,8 +31,8 @@ from horcrux.belief.bayes import (
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC, RuleSet, Sensor
-from horcrux.sim import play_game
 from horcrux.views import HarryView, harry_view, voldemort_view
+from horcrux_tools.sim import play_game
 
 MODES_AWARE = MODES["aware"]
 

@@ -28,13 +28,14 @@ from api_fixtures import (
     sample,
 )
 
-from horcrux import rng, sim
+from horcrux import rng
 from horcrux.agents import HARRY_BRAINS
 from horcrux.errors import HorcruxError
 from horcrux.rules import PRESETS
 from horcrux.service import GameService, SeatRequest
 from horcrux.store import DynamoDbStore, MemoryStore, codec
 from horcrux.views import HarryView
+from horcrux_tools import sim
 
 Store = DynamoDbStore
 
@@ -643,7 +644,7 @@ def test_the_readme_and_api_docs_show_the_create_response_that_runs(api: ApiClie
 
 
 # ---------------------------------------------------------------- the error map
-TOOLS = ("horcrux.local", "horcrux.evaluation", "horcrux.cli")
+TOOLS = ("horcrux_tools.local", "horcrux_tools.evaluation", "horcrux_tools.cli")
 
 
 def _domain_errors() -> list[type[HorcruxError]]:

@@ -12,7 +12,7 @@ from horcrux.agents.planner import SeedHeuristicHarry
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.models import Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC
-from horcrux.sim import play_game
+from horcrux_tools.sim import play_game
 
 
 def _search(turn: int, loc: str, outcome: str) -> HarryRecord:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from horcrux.cli import main
-from horcrux.sim import wilson
+from horcrux_tools.cli import main
+from horcrux_tools.sim import wilson
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -95,7 +95,7 @@ def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_installed_entry_point() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "horcrux.cli", "simulate", "--games", "5", "--json"],
+        [sys.executable, "-m", "horcrux_tools.cli", "simulate", "--games", "5", "--json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert json.loads(done.stdout)["games"] == 5
@@ -108,8 +108,8 @@ def test_wilson_interval() -> None:
 
 
 def test_serve_runs_the_documented_number_of_ai_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    from horcrux.local import server
-    from horcrux.local.ai_turns import WORKERS
+    from horcrux_tools.local import server
+    from horcrux_tools.local.ai_turns import WORKERS
 
     seen: list[object] = []
     monkeypatch.setattr(server, "serve", lambda host, port, **kw: seen.append(kw["options"]) or 0)

@@ -1,6 +1,6 @@
 """The compaction Lambda and its pure logic, against both store adapters (moto 5 for DynamoDB).
 
-Games are played for real through `horcrux.store.selfplay`; the stream records are built
+Games are played for real through `horcrux_tools.selfplay`; the stream records are built
 from the stored event items as DynamoDB Streams delivers them (NewImage in DynamoDB JSON).
 """
 
@@ -21,7 +21,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from conftest import Clock, set_aws_env
 from moto import mock_aws
 
-from horcrux import compaction, engine, rng, sim
+from horcrux import compaction, engine, rng
 from horcrux.models import AnyAction, Attack, GameStarted, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
 from horcrux.settings import compaction_settings
@@ -42,7 +42,8 @@ from horcrux.store.results import (
     recent_key,
     result_key,
 )
-from horcrux.store.selfplay import play_to_end, start_game
+from horcrux_tools import sim
+from horcrux_tools.selfplay import play_to_end, start_game
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 T0 = 1_700_000_000.0

@@ -35,7 +35,6 @@ from horcrux.echo import (
 from horcrux.echo.config import CONFIG_PATH, EchoConfigError
 from horcrux.echo.model import Pattern, Skill
 from horcrux.echo.recall import cosine, hash_vector
-from horcrux.echo.season import run_season
 from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.rules import CLASSIC
@@ -43,7 +42,8 @@ from horcrux.service import ECHO_KEY, GameService
 from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.port import SeatInfo
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
-from horcrux.store.selfplay import play_to_end, start_game
+from horcrux_tools.echo.season import run_season
+from horcrux_tools.selfplay import play_to_end, start_game
 
 CFG = default_config()
 PLANNER_SEATS: dict[Any, SeatInfo] = {

@@ -9,10 +9,10 @@ import pytest
 
 from horcrux.belief.bayes import AdversaryModel, BayesBelief
 from horcrux.echo.core import decoy_placements, extract
-from horcrux.echo.season import play, run_season
 from horcrux.echo.use import MemoryPlan, joined_models, learned_rates, memory_plan, rate_models
 from horcrux.models import HarryMoved, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC
+from horcrux_tools.echo.season import play, run_season
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

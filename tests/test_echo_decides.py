@@ -14,16 +14,16 @@ import pytest
 from horcrux import engine
 from horcrux.agents.planner import PlannerHarry
 from horcrux.echo import style
-from horcrux.echo.ablation import BEGIN, END, paired, render_section, run_ablation
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.core import add_correction
 from horcrux.echo.model import EchoMemory
-from horcrux.echo.season import play, run_season
 from horcrux.echo.use import MemoryPlan, joined_models, memory_plan, rate_models
 from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux.views import HarryView, harry_view
+from horcrux_tools.echo.ablation import BEGIN, END, paired, render_section, run_ablation
+from horcrux_tools.echo.season import play, run_season
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,7 +130,7 @@ def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_p
     from horcrux.service.ai import read_memory
     from horcrux.store import MemoryStore
     from horcrux.store.port import SeatInfo
-    from horcrux.store.selfplay import play_to_end, start_game
+    from horcrux_tools.selfplay import play_to_end, start_game
 
     store = MemoryStore()
     seats = {
@@ -269,7 +269,7 @@ def test_the_paired_standard_error_is_the_sd_of_the_differences_over_root_n() ->
 
 def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
     from horcrux.echo.config import default_config
-    from horcrux.echo.season import CORRECTED, Arm
+    from horcrux_tools.echo.season import CORRECTED, Arm
 
     arm = Arm(CORRECTED, "late", default_config(), ("immediate", 0.0))
     belief = arm.memory.active_beliefs()["immediate"]
@@ -286,8 +286,8 @@ def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
 def _played_maps(voldemort: str, plan: MemoryPlan | None, turns: int) -> tuple[list, list]:
     """Harry's map and the copy's after each of Voldemort's first `turns` turns."""
     from horcrux import rng
-    from horcrux.echo.season import brains
     from horcrux.views import voldemort_view
+    from horcrux_tools.echo.season import brains
 
     harry, vold = brains(CLASSIC, voldemort, plan)
     state, _ = engine.new_game(CLASSIC, 7)
@@ -313,7 +313,7 @@ def test_a_copy_of_harrys_brain_in_a_season_holds_his_memory_too(voldemort: str)
 
     learned = rate_models({"relocates": 0.9, "immediate": 0.2, "plant_top": 0.8})
     plan = MemoryPlan(models=joined_models(learned), params={"jitter": 0.25})
-    from horcrux.echo.season import brains
+    from horcrux_tools.echo.season import brains
 
     harry, vold = brains(CLASSIC, voldemort, plan)
     assert vold.copy.belief.models == harry.belief.models == plan.models
@@ -327,7 +327,7 @@ def test_a_copy_of_harrys_brain_in_a_season_holds_his_memory_too(voldemort: str)
 
 
 def test_a_voldemort_without_a_copy_plays_a_season_game_with_a_plan() -> None:
-    from horcrux.echo.season import brains
+    from horcrux_tools.echo.season import brains
 
     plan = MemoryPlan(models=joined_models(rate_models({"relocates": 0.5})), params={})
     harry, vold = brains(CLASSIC, "reference", plan)

@@ -15,7 +15,7 @@ from api_fixtures import FakeContext, api_event
 from conftest import set_aws_env
 from moto import mock_aws
 
-from horcrux import compaction, engine, sim
+from horcrux import compaction, engine
 from horcrux.api.app import build_app
 from horcrux.echo import persist
 from horcrux.models import GameStarted
@@ -24,7 +24,8 @@ from horcrux.service import GameService
 from horcrux.service.models import player_id
 from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.port import SeatInfo, hash_token
-from horcrux.store.selfplay import play_to_end, start_game
+from horcrux_tools import sim
+from horcrux_tools.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -151,7 +152,7 @@ def test_memory_is_written_only_for_a_brain_that_reads_it(
 # ---------------------------------------------------------------- the serve stand-in
 def test_the_stand_in_uses_the_compaction_lambdas_filter_and_record_handler() -> None:
     from horcrux.compaction_records import FINAL_EVENT_FILTER
-    from horcrux.local.ai_turns import _matches, final_record
+    from horcrux_tools.local.ai_turns import _matches, final_record
 
     text = (ROOT / "infra" / "names.py").read_text()
     assert '"winner": {"S": [{"exists": True}]}' in text  # the CDK's filter, the same
@@ -166,7 +167,7 @@ def test_the_stand_in_uses_the_compaction_lambdas_filter_and_record_handler() ->
 
 def test_the_stand_in_retries_a_failed_compaction_until_it_lands(store: Any) -> None:
     """A compaction that fails (the store is down) is retried, never dropped."""
-    from horcrux.local.ai_turns import AiTurns
+    from horcrux_tools.local.ai_turns import AiTurns
 
     seats: dict[Any, SeatInfo] = {
         "harry": SeatInfo(kind="ai", brain="planner"),

@@ -27,7 +27,7 @@ from horcrux.echo.core import (
 )
 from horcrux.rules import CLASSIC
 from horcrux.store import MemoryStore
-from horcrux.store.selfplay import play_to_end, start_game
+from horcrux_tools.selfplay import play_to_end, start_game
 
 CFG = default_config()
 
@@ -259,7 +259,7 @@ def _threshold_correction(memory: EchoMemory) -> Correction:
 def test_a_wrong_threshold_correction_vs_shadow_is_flagged_within_30_games() -> None:
     """The played games' evidence (the filter's Bayes factors of the belief-reacting
     models, which the correction pushed towards 0.8) contradicts a `shadow`'s 0.8."""
-    from horcrux.echo.season import CORRECTED, Arm, play
+    from horcrux_tools.echo.season import CORRECTED, Arm, play
 
     arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.8))
     flagged_at = None
@@ -286,7 +286,7 @@ def test_a_wrong_threshold_correction_vs_shadow_is_flagged_within_30_games() -> 
 
 
 def test_a_right_threshold_correction_vs_shadow_raises_no_conflict() -> None:
-    from horcrux.echo.season import CORRECTED, Arm, play
+    from horcrux_tools.echo.season import CORRECTED, Arm, play
 
     arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.5))
     for g in range(12):

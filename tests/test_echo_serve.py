@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from horcrux.local.harness import ServeProcess, get_json, request_json
 from horcrux.store.port import hash_token
+from horcrux_tools.local.harness import ServeProcess, get_json, request_json
 
 pytestmark = pytest.mark.server
 

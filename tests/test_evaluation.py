@@ -12,17 +12,6 @@ import pytest
 
 from horcrux import engine
 from horcrux.agents import VOLDEMORT_BRAINS
-from horcrux.evaluation import report as report_mod
-from horcrux.evaluation.metrics import (
-    LatencyModel,
-    calibration_terms,
-    decay,
-    overload,
-    paired_difference,
-    retrieval_failure,
-    stale_memory,
-)
-from horcrux.evaluation.runner import play_traced
 from horcrux.models import (
     Attack,
     GameStarted,
@@ -35,8 +24,19 @@ from horcrux.models import (
     VoldemortMoved,
 )
 from horcrux.rules import preset
-from horcrux.sim import outcome_figures, run_games
 from horcrux.views import voldemort_view
+from horcrux_tools.evaluation import report as report_mod
+from horcrux_tools.evaluation.metrics import (
+    LatencyModel,
+    calibration_terms,
+    decay,
+    overload,
+    paired_difference,
+    retrieval_failure,
+    stale_memory,
+)
+from horcrux_tools.evaluation.runner import play_traced
+from horcrux_tools.sim import outcome_figures, run_games
 
 RULES = preset("classic")
 A, B, C, D, E = "hogwarts", "azkaban", "gringotts", "the-burrow", "hogsmeade"
@@ -245,7 +245,7 @@ def test_the_default_planner_survives_shadow() -> None:
 
 # ---------------------------------------------------------------- end to end
 def test_traced_game_matches_the_simulator() -> None:
-    from horcrux.sim import play_game
+    from horcrux_tools.sim import play_game
 
     for harry in ("naive", "planner"):
         traced = play_traced("classic", 4, harry, "reference")
@@ -258,7 +258,7 @@ def test_traced_game_matches_the_simulator() -> None:
 
 
 def test_evaluate_writes_markdown_json_and_png(tmp_path: Path) -> None:
-    from horcrux.cli import main
+    from horcrux_tools.cli import main
 
     out = tmp_path / "ev"
     code = main(
@@ -305,7 +305,7 @@ def test_evaluate_writes_markdown_json_and_png(tmp_path: Path) -> None:
 
 
 def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -> None:
-    from horcrux.evaluation.plots import window_curve
+    from horcrux_tools.evaluation.plots import window_curve
 
     rows = {
         "planner": {"win_rate": 0.85},
@@ -327,7 +327,7 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
 
 
 def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
-    from horcrux.evaluation.llm_report import render_section
+    from horcrux_tools.evaluation.llm_report import render_section
 
     # the committed report: its JSON (keys sorted) renders the committed markdown again
     root = Path(__file__).resolve().parent.parent / "docs"
@@ -379,7 +379,7 @@ def test_reference_check_reproduces_some_figures_and_beats_the_bayes_harry() -> 
 
 
 def test_figure_names_take_no_colon_from_a_spec() -> None:
-    from horcrux.evaluation.runner import VOLDEMORT_ADVERSARIES, image_name
+    from horcrux_tools.evaluation.runner import VOLDEMORT_ADVERSARIES, image_name
 
     assert (
         image_name("entropy-race", "shadow:0.5:aware-copy")
@@ -394,7 +394,7 @@ def test_figure_names_take_no_colon_from_a_spec() -> None:
 def test_figures_read_back_from_the_sorted_json_keep_the_runs_order() -> None:
     """The committed JSON's keys are sorted; the report and the figures put the
     adversaries and architectures back in the run's order."""
-    from horcrux.evaluation.report import in_adversary_order, in_architecture_order
+    from horcrux_tools.evaluation.report import in_adversary_order, in_architecture_order
 
     root = Path(__file__).resolve().parent.parent / "docs"
     data = json.loads((root / "evaluation.json").read_text())

@@ -17,8 +17,8 @@ from horcrux.agents.planner import PlannerHarry
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
-from horcrux.sim import play_game, run_games
 from horcrux.views import harry_view, voldemort_view
+from horcrux_tools.sim import play_game, run_games
 
 PRICED = LLMConfig(
     model="claude-test",

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -26,11 +27,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from horcrux.agents.base import BUILTIN_MODULES  # noqa: E402
+from horcrux_tools import extras as extras_module  # noqa: E402
 from infra import build_layer, names  # noqa: E402
 from infra.clean_import import (  # noqa: E402
+    TOOL_IMPORTS,
     boto3_only,
+    import_every_module,
     import_handler,
-    tool_modules_in,
     walk_imports,
 )
 from infra.names import FunctionSpec  # noqa: E402
@@ -67,9 +70,12 @@ def handler_files() -> list[Path]:
     return [spec.code_dir / f"{spec.handler.split('.')[0]}.py" for spec in names.FUNCTIONS]
 
 
-def is_tool(relative: Path) -> bool:
-    module = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
-    return bool(tool_modules_in(frozenset({f"horcrux.{module}"}), build_layer.TOOL_MODULES))
+def runtime_project() -> dict[str, Any]:
+    return dict(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"])
+
+
+def tools_project() -> dict[str, Any]:
+    return dict(tomllib.loads((ROOT / "tools" / "pyproject.toml").read_text())["project"])
 
 
 # ------------------------------------------------------------------ the locks
@@ -94,7 +100,7 @@ def test_the_lock_pins_every_runtime_requirement_with_hashes() -> None:
     assert {"pydantic", "typing-extensions"} <= shared
     assert all(core[name][0] == llm[name][0] for name in shared)
     # pyproject's runtime dependencies are requirements.txt's (the wheel and the layer agree)
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = runtime_project()
     assert {str(Requirement(d)) for d in project["dependencies"]} == {
         str(r) for r in requirements(build_layer.CORE_REQUIREMENTS)
     }
@@ -133,32 +139,39 @@ def test_the_layers_hold_exactly_the_locked_versions(lambda_layers: dict[str, Pa
 
 
 # ------------------------------------------------------------------ what the assets hold
-def test_the_core_layer_holds_the_horcrux_wheel_without_the_tools(
-    lambda_layers: dict[str, Path],
-) -> None:
+def test_the_core_layer_holds_exactly_the_runtime_wheel(lambda_layers: dict[str, Path]) -> None:
+    """The layer's `horcrux` is shared/horcrux file for file, as the wheel installed it:
+    nothing added, nothing removed after the fact, and no tool (another distribution)."""
     site = lambda_layers["core"] / "python"
     shipped = site / "horcrux"
     source = ROOT / "shared" / "horcrux"
-    files = sorted(p.relative_to(source) for p in source.rglob("*.py"))
-    runtime = [f for f in files if not is_tool(f)]
-    tools = [f for f in files if is_tool(f)]
-    assert runtime and tools and (shipped / "secrets.py").exists()
-    _, mismatch, errors = filecmp.cmpfiles(source, shipped, [str(f) for f in runtime], False)
+
+    def files(root: Path) -> list[str]:
+        return sorted(
+            str(p.relative_to(root))
+            for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        )
+
+    assert files(shipped) == files(source)
+    _, mismatch, errors = filecmp.cmpfiles(source, shipped, files(source), shallow=False)
     assert not mismatch and not errors
-    assert not [f for f in tools if (shipped / f).exists()], "a tool module in the layer"
-    assert not build_layer.tool_paths(site)
-    for kept in ("py.typed", "echo/echo.toml"):
+    for kept in ("py.typed", "echo/echo.toml", "web/index.html", "secrets.py"):
         assert (shipped / kept).exists()
-    # installed from the wheel (pip's dist-info), and its RECORD names only what is there
+    assert not (site / "horcrux_tools").exists() and not (site / "bin").exists()
+    assert not [d for d in site.glob("horcrux_tools*")]
+    # installed from the wheel (pip's dist-info), and its RECORD names exactly what is there
     (info,) = site.glob("horcrux_hunt-*.dist-info")
     assert (info / "WHEEL").exists() and (info / "INSTALLER").read_text().strip() == "pip"
-    assert not (info / "direct_url.json").exists()  # no build path baked in
-    recorded = [line.split(",", 1)[0] for line in (info / "RECORD").read_text().splitlines()]
-    assert "horcrux/service/__init__.py" in recorded
-    assert not [r for r in recorded if r.startswith(("horcrux/cli.py", "horcrux/local/"))]
+    assert not (info / "direct_url.json").exists()  # installed by name: no build path baked in
+    recorded = {line.split(",", 1)[0] for line in (info / "RECORD").read_text().splitlines()}
+    assert {f"horcrux/{f}" for f in files(shipped)} == {
+        r for r in recorded if r.startswith("horcrux/")
+    }
     assert all((site / r).exists() for r in recorded)
-    entry_points = (info / "entry_points.txt").read_text()
-    assert "horcrux.voldemort_brains" not in entry_points  # built-ins need no entry point
+    entry_points = info / "entry_points.txt"  # no console script, no brain entry point
+    assert not entry_points.exists() or "brains" not in entry_points.read_text()
+    assert not entry_points.exists() or "console_scripts" not in entry_points.read_text()
 
 
 def test_the_core_layer_is_for_linux_arm64_py313(lambda_layers: dict[str, Path]) -> None:
@@ -217,57 +230,105 @@ def test_horcrux_never_uses_numpy_random_which_the_layer_prunes() -> None:
 
 
 # ------------------------------------------------------------------ the tools stay out
-def test_the_handlers_import_no_tool_module_and_every_import_is_in_the_layer(
-    host_layers: dict[str, Path],
-) -> None:
+def test_the_handlers_imports_are_all_in_the_layer(host_layers: dict[str, Path]) -> None:
     """Every `horcrux` module a handler can ever import (lazy imports and the registry's
-    built-in brains too) is in the layer, and none of them is a tool."""
+    built-in brains too) is in the layer, the same set as from the source tree."""
     source = walk_imports(ROOT / "shared", handler_files(), BUILTIN_MODULES)
-    assert not tool_modules_in(source.modules, build_layer.TOOL_MODULES)
-    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.echo.opponents"} <= source.modules
+    assert not source.missing
+    assert {"horcrux.store", "horcrux.agents.planner", "horcrux.agents.opponents"} <= source.modules
     layer = walk_imports(host_layers["core"] / "python", handler_files(), BUILTIN_MODULES)
     assert not layer.missing, f"imported by the functions, missing from the layer: {layer.missing}"
     assert layer.modules == source.modules
 
 
-def test_the_import_walk_sees_a_tool_imported_lazily(tmp_path: Path) -> None:
-    """The check above can fail: a function-level import of the CLI is found."""
-    handler = tmp_path / "handler.py"
-    handler.write_text("def lambda_handler(event, context):\n    from horcrux import cli\n")
-    walk = walk_imports(ROOT / "shared", [handler])
-    assert "horcrux.cli" in tool_modules_in(walk.modules, build_layer.TOOL_MODULES)
-    gone = walk_imports(tmp_path, [handler])  # a site without horcrux: reported missing
-    assert "horcrux" in gone.missing
+def test_every_module_of_the_layer_imports_in_a_clean_interpreter_without_a_tool(
+    host_layers: dict[str, Path], boto3_dir: Path
+) -> None:
+    """Each module of the layer's `horcrux`, imported in a fresh `python3.13 -I -S` with only
+    the layers and boto3: none fails, none tries to import a tool package (caught or not)."""
+    site = host_layers["core"] / "python"
+    result = import_every_module(site, [host_layers["llm"] / "python", boto3_dir])
+    source = ROOT / "shared"
+    assert set(result.modules) == {
+        ".".join(p.relative_to(source).with_suffix("").parts).removesuffix(".__init__")
+        for p in (source / "horcrux").rglob("*.py")
+    }
+    assert len(result.modules) > 70 and "horcrux.agents.opponents" in result.modules
+    assert not result.failed, result.failed
+    assert set(result.imported) == set(result.modules)
+    assert not result.tool_imports, f"runtime modules import tools: {result.tool_imports}"
+    assert not result.tools_loaded
+    assert "pydantic" in result.top_level and "numpy" in result.top_level
+
+
+def test_the_clean_import_sees_a_failure_and_a_caught_tool_import(tmp_path: Path) -> None:
+    """The check above can fail: a module that raises, and a tool imported lazily inside a
+    function whose ImportError is caught, are both reported."""
+    package = tmp_path / "horcrux"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ok.py").write_text("VALUE = 1\n")
+    (package / "broken.py").write_text("raise RuntimeError('boom')\n")
+    (package / "sneaky.py").write_text(
+        "def serve():\n"
+        "    from horcrux_tools import cli\n"
+        "try:\n"
+        "    import moto\n"
+        "except ImportError:\n"
+        "    moto = None\n"
+    )
+    result = import_every_module(tmp_path)
+    assert result.modules == ("horcrux", "horcrux.broken", "horcrux.ok", "horcrux.sneaky")
+    assert set(result.failed) == {"horcrux.broken"} and "boom" in result.failed["horcrux.broken"]
+    assert result.tool_imports == (("moto", "horcrux.sneaky"),)
+    assert set(result.imported) == {"horcrux", "horcrux.ok", "horcrux.sneaky"}
 
 
 def test_the_extras_hold_the_tools_dependencies_and_dev_installs_them_all() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = {
-        k: {Requirement(r).name for r in v} for k, v in project["optional-dependencies"].items()
-    }
-    assert extras["local"] >= {"moto", "boto3"}
-    assert extras["eval"] >= {"matplotlib"}
-    assert extras["llm"] == {"anthropic"}
-    runtime = {Requirement(d).name for d in project["dependencies"]}
-    assert not runtime & {"moto", "boto3", "matplotlib", "anthropic"}
+    """The runtime (`horcrux-hunt`) has only the Lambda's dependencies and [llm]; the tools
+    (`horcrux-tools`) depend on it, carry the CLI and their extras; dev installs all."""
+    runtime, tools = runtime_project(), tools_project()
+
+    def extras(project: dict[str, Any]) -> dict[str, set[str]]:
+        return {
+            k: {Requirement(r).name for r in v}
+            for k, v in project.get("optional-dependencies", {}).items()
+        }
+
+    assert extras(runtime) == {"llm": {"anthropic"}}
+    assert "scripts" not in runtime  # the CLI is a tool
+    assert {Requirement(d).name for d in runtime["dependencies"]}.isdisjoint(
+        {"moto", "boto3", "matplotlib", "anthropic", "waitress", "horcrux-tools"}
+    )
+    assert [str(Requirement(d)) for d in tools["dependencies"]] == [
+        f"horcrux-hunt=={runtime['version']}"
+    ]
+    assert tools["version"] == runtime["version"]
+    assert tools["scripts"] == {"horcrux": "horcrux_tools.cli:main"}
+    tool_extras = extras(tools)
+    assert tool_extras["local"] >= {"moto", "boto3", "waitress"}
+    assert tool_extras["eval"] >= {"matplotlib"}
+    assert tool_extras["llm"] == {"horcrux-hunt"}  # the runtime's [llm]
+    assert set(tool_extras) >= set(extras_module.EXTRA_MODULES)
     dev = {r.name for r in requirements(ROOT / "requirements-dev.txt")}
-    assert set().union(*extras.values()) <= dev  # `make venv` installs every extra
+    assert (set().union(*tool_extras.values()) - {"horcrux-hunt"}) | {"anthropic"} <= dev
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-r requirements-dev.txt -e . -e tools" in makefile  # `make venv` installs both
+    assert re.search(r"^\$\(STAMP\):.*\btools/pyproject\.toml\b", makefile, re.M)
     # no entry points for the built-in brains: they register without them (test below)
-    groups = project.get("entry-points", {})
+    groups = runtime.get("entry-points", {})
     assert not groups.get("horcrux.voldemort_brains") and not groups.get("horcrux.harry_brains")
 
 
-def test_a_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from horcrux import extras
-
+def test_a_missing_extra_names_the_pip_command() -> None:
     with pytest.raises(SystemExit) as raised:
-        extras.require_extra("local", "serve", modules=("moto", "no_such_module_xyz"))
+        extras_module.require_extra("local", "serve", modules=("moto", "no_such_module_xyz"))
     message = str(raised.value)
-    assert "pip install 'horcrux-hunt[local]'" in message
+    assert "pip install 'horcrux-tools[local]'" in message
     assert "no_such_module_xyz" in message and "moto" not in message.split("needs")[1]
     assert "horcrux serve" in message
-    extras.require_extra("local", "serve", modules=("json",))  # present: returns
-    assert extras.EXTRA_MODULES["local"] == ("moto", "boto3")
+    extras_module.require_extra("local", "serve", modules=("json",))  # present: returns
+    assert extras_module.EXTRA_MODULES["local"] == ("moto", "boto3")
 
 
 # ------------------------------------------------------------------ in a clean interpreter
@@ -297,7 +358,8 @@ def test_each_handler_imports_with_only_its_layers_and_boto3(
         for f in result.files
         if f.startswith(layer + "/horcrux/")
     )
-    assert "horcrux.store" in loaded and not tool_modules_in(loaded, build_layer.TOOL_MODULES)
+    assert "horcrux.store" in loaded
+    assert not set(result.modules) & set(TOOL_IMPORTS)
 
 
 @pytest.mark.parametrize("spec", names.FUNCTIONS, ids=lambda s: s.name)
@@ -323,7 +385,7 @@ def listed_brains() -> dict[str, list[str]]:
         [
             sys.executable,
             "-c",
-            "import sys; from horcrux.cli import main; sys.exit(main(['brains']))",
+            "import sys; from horcrux_tools.cli import main; sys.exit(main(['brains']))",
         ],
         capture_output=True,
         text=True,
@@ -381,7 +443,8 @@ def test_every_listed_brain_is_created_in_a_clean_interpreter_on_the_layer(
     assert result.entry_point
     # no entry point could have supplied them: the layer's metadata has none for brains
     (info,) = (host_layers["core"] / "python").glob("horcrux_hunt-*.dist-info")
-    assert "brains" not in (info / "entry_points.txt").read_text()
+    entry_points = info / "entry_points.txt"
+    assert not entry_points.exists() or "brains" not in entry_points.read_text()
 
 
 PLANNER_PROBE = """
@@ -410,9 +473,9 @@ def test_the_planner_plays_from_the_pruned_layer(
     host_layers: dict[str, Path], boto3_dir: Path, tmp_path: Path
 ) -> None:
     """numpy without numpy.random still plays: a whole planner game in the clean interpreter,
-    the same game as `horcrux.sim` plays from the source tree."""
+    the same game as `horcrux_tools.sim` plays from the source tree."""
     from horcrux.rules import CLASSIC
-    from horcrux.sim import play_game
+    from horcrux_tools.sim import play_game
 
     expected = play_game(CLASSIC, 3, "planner", "reference")
     wanted = [expected.winner, expected.turns, expected.destroyed]

@@ -24,7 +24,7 @@ from fake_anthropic import (
     tool_reply,
 )
 
-from horcrux import engine, sim
+from horcrux import engine
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.base import HarryMove
 from horcrux.agents.legal import harry_tool_schema, voldemort_tool_schema
@@ -52,6 +52,7 @@ from horcrux.models import (
 )
 from horcrux.rules import CLASSIC, STANDARD
 from horcrux.views import HarryView, build_replay, harry_view, voldemort_view
+from horcrux_tools import sim
 
 PRICED = LLMConfig(
     model="claude-test",

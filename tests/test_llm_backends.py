@@ -36,11 +36,11 @@ from horcrux.agents.llm import (
     parse_llm_param,
 )
 from horcrux.agents.planner import PlannerHarry
-from horcrux.evaluation import llm_experiment as experiment
-from horcrux.evaluation.llm_report import render_section
 from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
 from horcrux.views import HarryView, harry_view
+from horcrux_tools.evaluation import llm_experiment as experiment
+from horcrux_tools.evaluation.llm_report import render_section
 
 
 @pytest.fixture(autouse=True)
@@ -378,7 +378,7 @@ def test_replay_shows_each_llm_decision_and_play_refuses_trace_without_local(
 ) -> None:
     from fake_anthropic import schema_responder
 
-    from horcrux.cli import main
+    from horcrux_tools.cli import main
 
     fake.responder = schema_responder(seed=4)
     assert main(["replay", "--seed", "3", "--harry", "llm:local"]) == 0
@@ -422,8 +422,8 @@ def test_play_local_trace_gets_the_ai_seats_decisions_as_they_are_made(
 
     from fake_anthropic import schema_responder
 
-    from horcrux.local.client import HorcruxClient
-    from horcrux.local.server import start_stack
+    from horcrux_tools.local.client import HorcruxClient
+    from horcrux_tools.local.server import start_stack
 
     fake.responder = schema_responder(seed=2)
     seen: list[Any] = []
@@ -453,7 +453,7 @@ def test_simulate_reports_the_llm_calls_by_the_models_own_count(
 ) -> None:
     from fake_anthropic import schema_responder
 
-    from horcrux.cli import main
+    from horcrux_tools.cli import main
 
     fake.responder = schema_responder(seed=3, usage=(230, 38))
     assert main(["simulate", "--harry", "llm:local", "--games", "1", "--json"]) == 0

@@ -17,11 +17,11 @@ from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.gated import GatedHarry
 from horcrux.agents.llm import LLMHarry, LLMVoldemort
-from horcrux.local.model_server import ModelServer, running_model_server
 from horcrux.models import Pass, Search
 from horcrux.rules import CLASSIC
-from horcrux.sim import play_game
 from horcrux.views import harry_view, voldemort_view
+from horcrux_tools.local.model_server import ModelServer, running_model_server
+from horcrux_tools.sim import play_game
 
 pytestmark = pytest.mark.model
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from horcrux import sim
-from horcrux.local.client import ApiError, HorcruxClient
-from horcrux.local.play import InputError, parse_action, play, resolve_location, short_names
 from horcrux.rules import LOCATIONS, PRESETS
+from horcrux_tools import sim
+from horcrux_tools.local.client import ApiError, HorcruxClient
+from horcrux_tools.local.play import InputError, parse_action, play, resolve_location, short_names
 
 STARTUP_S = 40.0
 GAME_S = 40.0
@@ -38,7 +38,7 @@ def _env() -> dict[str, str]:
 
 
 def _horcrux(*args: str) -> list[str]:
-    return [sys.executable, "-m", "horcrux.cli", *args]
+    return [sys.executable, "-m", "horcrux_tools.cli", *args]
 
 
 class Served:
@@ -213,8 +213,8 @@ def test_join_without_a_seat_takes_the_free_one_or_says_there_is_none(served: Se
 def test_a_person_keeps_one_player_id_across_games(
     served: Served, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from horcrux.local.player import player_key
     from horcrux.service.models import player_id
+    from horcrux_tools.local.player import player_key
 
     def ids(out: str) -> list[str]:
         return re.findall(r"You play as (player:[0-9a-f]+)", out)
@@ -247,7 +247,7 @@ def test_a_person_keeps_one_player_id_across_games(
 
 
 def test_a_damaged_player_file_is_replaced_not_sent(tmp_path: Any) -> None:
-    from horcrux.local.player import KEY_PATTERN, player_key
+    from horcrux_tools.local.player import KEY_PATTERN, player_key
 
     where = tmp_path / "sub" / "player_key"
     where.parent.mkdir()

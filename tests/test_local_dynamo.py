@@ -16,7 +16,7 @@ from conftest import set_aws_env
 from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
-from horcrux.local.dynamo_process import (
+from horcrux_tools.local.dynamo_process import (
     PATCHED_MOTO_VERSION,
     STREAM_RECORDS_KEPT,
     UnsupportedMoto,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from horcrux.local.harness import DynamoProcess, ServeProcess, get_json, request_json
+from horcrux_tools.local.harness import DynamoProcess, ServeProcess, get_json, request_json
 
 pytestmark = pytest.mark.server
 

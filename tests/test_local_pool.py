@@ -15,9 +15,14 @@ from typing import Any
 import pytest
 from conftest import set_aws_env
 
-from horcrux.local.ai_turns import AiTurns, FakeLambdaContext
-from horcrux.local.wsgi import ApiEnvironment, HandlerPool, api_gateway_event, load_api_handler
 from horcrux.service import TurnOutcome, TurnRequest
+from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
+from horcrux_tools.local.wsgi import (
+    ApiEnvironment,
+    HandlerPool,
+    api_gateway_event,
+    load_api_handler,
+)
 
 DEADLINE_S = 20.0
 
@@ -128,7 +133,7 @@ def test_a_failed_turn_is_retried_with_capped_backoff_never_dropped(
     fake.fail_pending["g"] = 2  # the database is down when the game is read ...
     fake.fail_next["g"] = 4  # ... then when the turn is committed
     ai = AiTurns(fake, workers=2, backoff_s=0.01, max_backoff_s=0.04)  # type: ignore[arg-type]
-    caplog.set_level(logging.WARNING, logger="horcrux.local.ai_turns")
+    caplog.set_level(logging.WARNING, logger="horcrux_tools.local.ai_turns")
     try:
         ai.enqueue("g")
         _wait(fake.done)

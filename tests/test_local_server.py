@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from horcrux.local.client import HorcruxClient
-from horcrux.local.harness import ServeProcess, children, get_json, request_json
+from horcrux_tools.local.client import HorcruxClient
+from horcrux_tools.local.harness import ServeProcess, children, get_json, request_json
 
 pytestmark = pytest.mark.server
 

@@ -33,8 +33,8 @@ from horcrux.memory import (
 from horcrux.memory.gate import gate_measure
 from horcrux.models import Ally, Attack, GameState, HarryMoved, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, LOCATIONS, STANDARD, RuleSet
-from horcrux.sim import play_game
 from horcrux.views import AllyStatus, HarryView, harry_view
+from horcrux_tools.sim import play_game
 
 ARTICLE_PROMPT = (
     "Horcrux likely at: Hogwarts (34%), Azkaban (22%), Ministry (18%).\n"

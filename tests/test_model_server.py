@@ -26,9 +26,9 @@ from typing import Any, TextIO
 
 import pytest
 
-from horcrux.cli import main
-from horcrux.local import model_server as ms
-from horcrux.local.model_server import (
+from horcrux_tools.cli import main
+from horcrux_tools.local import model_server as ms
+from horcrux_tools.local.model_server import (
     PINS,
     Artifact,
     BuildSteps,
@@ -841,7 +841,7 @@ def test_the_real_model_returns_a_schema_valid_tool_call(built: ModelPaths) -> N
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_serve_stops_cleanly_on_a_signal(built: ModelPaths, signum: int) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "horcrux.cli", "model", "serve", "--port", "0"],
+        [sys.executable, "-m", "horcrux_tools.cli", "model", "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -28,8 +28,8 @@ from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief, forgotten_b
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
-from horcrux.sim import play_game
 from horcrux.views import AllyStatus, HarryView, build_replay, harry_view, voldemort_view
+from horcrux_tools.sim import play_game
 
 
 class FixedBelief(BayesBelief):

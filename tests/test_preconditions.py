@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from api_fixtures import ApiClient, Reply, StreamPump, load_handler, moto_tables
 
-from horcrux.local import client as client_module
-from horcrux.local.client import ApiError, HorcruxClient
-from horcrux.local.play import Session
 from horcrux.store import DynamoDbStore
+from horcrux_tools.local import client as client_module
+from horcrux_tools.local.client import ApiError, HorcruxClient
+from horcrux_tools.local.play import Session
 
 pytestmark = pytest.mark.moto
 

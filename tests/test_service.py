@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from api_fixtures import leaks
 
-from horcrux import sim
 from horcrux.agents import HARRY_BRAINS
 from horcrux.api.turns import turn_request
 from horcrux.decisions import DecisionNote
@@ -36,6 +35,7 @@ from horcrux.service import (
 )
 from horcrux.store import Conflict, GameSnapshot, MemoryStore, NotFound, hash_token, read_log
 from horcrux.store.port import GameStore, ScopeStore, TurnEvent
+from horcrux_tools import sim
 
 HUMAN = SeatRequest(kind="human")
 T0 = 1_700_000_000.0

@@ -16,7 +16,7 @@ import pytest
 from conftest import Clock, set_aws_env
 from moto import mock_aws
 
-from horcrux import engine, rng, sim
+from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.models import Attack, HarryMoved, Pass, Search
 from horcrux.rules import CLASSIC
@@ -39,8 +39,9 @@ from horcrux.store import (
     ttl_seconds_from_env,
 )
 from horcrux.store.port import BeliefPoint, GameStore
-from horcrux.store.selfplay import play_move, play_to_end, start_game
 from horcrux.views import harry_view, voldemort_view
+from horcrux_tools import sim
+from horcrux_tools.selfplay import play_move, play_to_end, start_game
 
 T0 = 1_700_000_000.0
 DAY = 86400

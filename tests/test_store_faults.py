@@ -126,7 +126,7 @@ def test_the_client_config_has_short_timeouts_and_bounded_retries() -> None:
         "HORCRUX_DYNAMODB_READ_TIMEOUT_S": "3",
         "HORCRUX_DYNAMODB_MAX_ATTEMPTS": "5",
     }
-    dynamo = StoreSettings.from_env(env).dynamo()
+    dynamo = DynamoSettings.from_settings(StoreSettings.from_env(env))
     assert (dynamo.connect_timeout_s, dynamo.read_timeout_s, dynamo.max_attempts) == (
         0.25,
         3.0,

@@ -31,9 +31,9 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
 
 from horcrux import engine
-from horcrux.local.client import ApiError, HorcruxClient
-from horcrux.local.harness import ServeProcess, get_json
 from horcrux.rules import STANDARD
+from horcrux_tools.local.client import ApiError, HorcruxClient
+from horcrux_tools.local.harness import ServeProcess, get_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = Path(os.environ.get("HORCRUX_WEB_SHOTS") or ROOT / "build" / "web-shots")
@@ -483,7 +483,7 @@ def test_a_spectator_watches_the_model_play_and_the_replay_shows_what_it_saw(
     """The real local model (llama.cpp's server, SmolLM2) plays Harry through `horcrux
     serve`; a spectator follows the game to its end, then the replay shows, for each of the
     model's moves, its gate tier, the context the model saw and what it replied."""
-    from horcrux.local.model_server import running_model_server
+    from horcrux_tools.local.model_server import running_model_server
 
     with running_model_server(port=0, threads=1) as model:
         extra = {"HORCRUX_LOCAL_MODEL_URL": model.base_url}

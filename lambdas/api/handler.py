@@ -25,7 +25,7 @@ settings = api_settings()  # the environment, read once
 logger = Logger(service="horcrux-api")
 metrics = Metrics(namespace="HorcruxHunt", service="horcrux-api")
 
-store = DynamoDbStore(settings.store.dynamo())  # the boto3 client is created at first use
+store = DynamoDbStore.from_settings(settings.store)  # the boto3 client is created at first use
 anthropic_key = AnthropicKey(settings.secret)  # an LLM seat is refused (422) without a key
 
 

@@ -59,7 +59,7 @@ def default_store() -> ResultStore:
     if _store is None:
         from horcrux.store import DynamoDbStore
 
-        _store = DynamoDbStore(SETTINGS.store.dynamo())
+        _store = DynamoDbStore.from_settings(SETTINGS.store)
     return _store
 
 

@@ -35,7 +35,7 @@ processor = BatchProcessor(
 )
 anthropic_key = AnthropicKey(settings.secret)  # the secret's key, cached; none: planner plays
 service = GameService(  # the boto3 client is created at the first call
-    DynamoDbStore(settings.store.dynamo()),
+    DynamoDbStore.from_settings(settings.store),
     brain_settings=lambda: settings.brains.values(anthropic_key()),
 )
 

@@ -1,7 +1,7 @@
 """The compaction Lambda's record handler: one DynamoDB stream record -> one `compact` call.
 
 Shared by `lambdas/compaction/handler.py` (the stream in AWS) and `horcrux serve`'s
-stand-in (`horcrux.local.ai_turns`), so a local game's end runs exactly the function the
+stand-in (`horcrux_tools.local.ai_turns`), so a local game's end runs exactly the function the
 Lambda runs. Which records do work: an `INSERT` whose NewImage carries `winner` (the event
 that ends a game); everything else succeeds doing nothing. The event source mapping's
 filter (`FINAL_EVENT_FILTER`, the same as `infra/names.py`'s) keeps the rest away anyway.

@@ -2,9 +2,9 @@
 
 Each Lambda handler module builds its settings at import (`api_settings()`,
 `turn_settings(seat)`, `compaction_settings()`) and injects them into what it builds: the
-store (`StoreSettings.dynamo()`), the service (brain settings: the Anthropic key as
-`api_key`, the model, the entropy gate), the operator check of the memory routes, the
-secret loader. Nothing below the handler reads `os.environ` on a request; changing the
+store (`DynamoDbStore.from_settings(settings.store)`), the service (brain settings: the
+Anthropic key as `api_key`, the model, the entropy gate), the operator check of the memory
+routes, the secret loader. Nothing below the handler reads `os.environ` on a request; changing the
 environment of a warm function changes nothing until a new settings object is built.
 
 A bad value fails at cold start with a `SettingsError` naming the variable (the function's
@@ -37,7 +37,6 @@ from horcrux.decisions import Tier
 
 if TYPE_CHECKING:
     from horcrux.operator_token import OperatorAccess
-    from horcrux.store.dynamodb import DynamoSettings
 
 Env = Mapping[str, str]
 SeatName = Literal["harry", "voldemort"]
@@ -131,20 +130,6 @@ class StoreSettings(_Settings):
     @property
     def ttl_seconds(self) -> int:
         return int(self.ttl_days * 86400)
-
-    def dynamo(self) -> DynamoSettings:
-        """The store adapter's settings, given explicitly (it reads nothing itself)."""
-        from horcrux.store.dynamodb import DynamoSettings
-
-        return DynamoSettings(
-            events_table=self.events_table,
-            games_table=self.games_table,
-            region=self.region,
-            endpoint_url=self.endpoint_url,
-            connect_timeout_s=self.connect_timeout_s,
-            read_timeout_s=self.read_timeout_s,
-            max_attempts=self.max_attempts,
-        )
 
 
 class SecretSettings(_Settings):

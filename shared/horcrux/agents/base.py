@@ -6,7 +6,7 @@ register with `HARRY_BRAINS.register(...)` or through the entry-point groups
 `horcrux.harry_brains` / `horcrux.voldemort_brains` (a factory taking `BrainOptions`).
 
 The built-in brains (`BUILTIN_MODULES`, both seats' and the season's Voldemort styles in
-`horcrux.echo.opponents`) register when a registry is first asked for a name, whatever was
+`horcrux.agents.opponents`) register when a registry is first asked for a name, whatever was
 imported before: not when `horcrux.agents` is imported (the planner brings numpy and the
 Bayes tables, which a Lambda serving only reads and human moves never needs at cold start),
 and never through entry points, which a Lambda layer (a folder on `sys.path`) need not carry.
@@ -67,7 +67,7 @@ BUILTIN_MODULES = (
     "horcrux.agents.llm",
     "horcrux.agents.gated",
     "horcrux.agents.adversaries",
-    "horcrux.echo.opponents",
+    "horcrux.agents.opponents",
 )
 """The modules whose import registers the built-in brains of both seats (every one of them,
 imported on a registry's first lookup: a built-in never depends on what else was imported)."""

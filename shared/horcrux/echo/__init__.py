@@ -4,11 +4,8 @@ Experiences are extracted from each game's `GameSummary` at its end and folded s
 into beliefs (Beta posteriors with validity intervals); each game's Bayes factors into
 the style posterior over the planner's adversary models; decayed, capped, recalled (BM25
 + hashing vectors + recency), and used: the style and the beliefs set the Bayes filter's
-adversary models, corrections and beliefs give the L1 context one memory line.
-Importing this package also registers the season's Voldemort styles (`late`,
-`decoy-heavy`)."""
+adversary models, corrections and beliefs give the L1 context one memory line."""
 
-from horcrux.echo import opponents
 from horcrux.echo.config import EchoConfig, default_config, load_config
 from horcrux.echo.core import (
     Consolidation,
@@ -51,7 +48,6 @@ __all__ = [
     "load_config",
     "memory_line",
     "mergeable",
-    "opponents",
     "rebuild",
     "recall",
     "reinforce",

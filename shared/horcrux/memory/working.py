@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from horcrux.belief.base import BeliefMap
 from horcrux.decisions import Tier
 from horcrux.memory.context import render_tier
 from horcrux.views import HarryView
 
-if TYPE_CHECKING:
-    from horcrux.agents.planner import PlannerHarry
+
+class SyncedBelief(Protocol):
+    """What the provider needs of a planner (`agents.planner.PlannerHarry`, a layer above):
+    its Bayes map, and a way to bring that map up to date from a view."""
+
+    @property
+    def belief(self) -> BeliefMap: ...
+
+    def sync(self, view: HarryView) -> None: ...
 
 
 class WorkingMemory:
@@ -20,7 +28,7 @@ class WorkingMemory:
     """
 
     def __init__(
-        self, planner: PlannerHarry, tier: Tier = "compressed", memory_line: str | None = None
+        self, planner: SyncedBelief, tier: Tier = "compressed", memory_line: str | None = None
     ) -> None:
         self.planner = planner
         self.tier: Tier = tier
@@ -31,4 +39,4 @@ class WorkingMemory:
         return render_tier(self.tier, view, self.planner.belief, memory_line=self.memory_line)
 
 
-__all__ = ["WorkingMemory"]
+__all__ = ["SyncedBelief", "WorkingMemory"]

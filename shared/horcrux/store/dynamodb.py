@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
     from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
 
+    from horcrux.settings import StoreSettings
+
 LOBBY_INDEX = "lobby"
 DEFAULT_CONNECT_TIMEOUT_S = 1.0
 DEFAULT_READ_TIMEOUT_S = 2.0
@@ -82,6 +84,20 @@ class DynamoSettings:
     on throttling, 5xx and connection errors). A database that is down or frozen costs a
     call at most about `max_attempts * (connect or read timeout)` plus the back-off, far
     under API Gateway's 30 s, and then `StoreUnavailable`, never a hung request."""
+
+    @classmethod
+    def from_settings(cls, store: StoreSettings) -> DynamoSettings:
+        """The adapter's part of a function's settings (read once, at cold start), given
+        explicitly: the settings module knows nothing of the adapters above it."""
+        return cls(
+            events_table=store.events_table,
+            games_table=store.games_table,
+            region=store.region,
+            endpoint_url=store.endpoint_url,
+            connect_timeout_s=store.connect_timeout_s,
+            read_timeout_s=store.read_timeout_s,
+            max_attempts=store.max_attempts,
+        )
 
 
 @dataclass(frozen=True)
@@ -130,6 +146,11 @@ class DynamoDbStore:
         """Where each call's `CallRecord` goes; None (the default): nowhere."""
         if client is not None:
             self._hook(client)
+
+    @classmethod
+    def from_settings(cls, store: StoreSettings) -> DynamoDbStore:
+        """The store a function builds from its settings (`settings.store`)."""
+        return cls(DynamoSettings.from_settings(store))
 
     # ------------------------------------------------------------ client
     @property

@@ -40,10 +40,10 @@ from horcrux.agents.candidates import move_label, planner_candidates
 from horcrux.agents.llm import LLMConfig, LLMHarry
 from horcrux.agents.planner import PlannerHarry
 from horcrux.decisions import DecisionRecord, Tier
-from horcrux.evaluation.metrics import percentile
 from horcrux.rules import preset
-from horcrux.sim import wilson
 from horcrux.views import HarryView, harry_view, voldemort_view
+from horcrux_tools.evaluation.metrics import percentile
+from horcrux_tools.sim import wilson
 
 CONTEXTS: dict[str, dict[str, Any]] = {
     "compressed": {"tier": "compressed", "compressed_tool": "candidates"},
@@ -230,7 +230,7 @@ class LLMGame:
 def play_llm_game(rules_name: str, label: str, seed: int, voldemort: str) -> LLMGame:
     """One game of row `label`: the LLM Harry in a context, or `gated` (the LLM in its
     upper tiers)."""
-    from horcrux.evaluation.runner import play_traced
+    from horcrux_tools.evaluation.runner import play_traced
 
     if label == "gated":
         spec, settings = f"gated:{backend()}", {}

@@ -32,7 +32,8 @@ from types import FrameType
 from typing import Any, TextIO
 
 from horcrux.api.errors import error_json
-from horcrux.local.ai_turns import (
+from horcrux.service import GameService
+from horcrux_tools.local.ai_turns import (
     TURN_TIMEOUT_S,
     WORKERS,
     AiTurns,
@@ -40,8 +41,8 @@ from horcrux.local.ai_turns import (
     stream_record,
     waiting_for_ai,
 )
-from horcrux.local.moto_server import DynamoWatch, LocalDynamo, start_dynamodb
-from horcrux.local.wsgi import (
+from horcrux_tools.local.moto_server import DynamoWatch, LocalDynamo, start_dynamodb
+from horcrux_tools.local.wsgi import (
     CREATE_RATE,
     HEALTH_PATH,
     PLAY_RATE,
@@ -53,7 +54,6 @@ from horcrux.local.wsgi import (
     load_api_handler,
     response_body,
 )
-from horcrux.service import GameService
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +303,7 @@ def start_stack(
 
         watch = DynamoWatch(dynamo.endpoint, dynamo.tables, on_loss=notice).start()
         ai = AiTurns(
-            GameService(DynamoDbStore(settings.store.dynamo()), brain_settings=brain_settings),
+            GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
         app = ApiGatewayWsgi(

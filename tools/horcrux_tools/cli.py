@@ -19,7 +19,7 @@ from horcrux.engine import new_game
 from horcrux.errors import HorcruxError
 from horcrux.models import Ally, Attack, HarryMoved, PlantDecoy, Relocate, Search, VoldemortMoved
 from horcrux.rules import PRESETS, preset
-from horcrux.sim import GameResult, play_game, run_games, summarise
+from horcrux_tools.sim import GameResult, play_game, run_games, summarise
 
 T = TypeVar("T")
 
@@ -183,12 +183,12 @@ def cmd_brains(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from horcrux.extras import require_extra
+    from horcrux_tools.extras import require_extra
 
     require_extra("local", "serve")
-    from horcrux.local.ai_turns import WORKERS
-    from horcrux.local.server import ServerOptions, serve
-    from horcrux.local.wsgi import Rate
+    from horcrux_tools.local.ai_turns import WORKERS
+    from horcrux_tools.local.server import ServerOptions, serve
+    from horcrux_tools.local.wsgi import Rate
 
     def rate(text: str) -> Rate | None:
         return None if args.no_limits or text == "off" else Rate.parse(text)
@@ -204,11 +204,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from horcrux.extras import require_extra
+    from horcrux_tools.extras import require_extra
 
     if args.local:
         require_extra("local", "play --local")
-    from horcrux.local.play import play, play_local
+    from horcrux_tools.local.play import play, play_local
 
     options: dict[str, Any] = {
         "seat": args.seat,
@@ -230,13 +230,13 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import os
 
-    from horcrux.extras import require_extra
+    from horcrux_tools.extras import require_extra
 
     if not args.no_plots:
         require_extra("eval", "evaluate")
     from pathlib import Path
 
-    from horcrux.evaluation import plots, report, runner
+    from horcrux_tools.evaluation import plots, report, runner
 
     if args.llm:
         return _evaluate_llm(args)
@@ -295,7 +295,7 @@ LLM_JSON = "llm-evaluation.json"
 
 def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
     """EVALUATION.md from the grid's report and, when it exists, the real-model experiment."""
-    from horcrux.evaluation import llm_report, report
+    from horcrux_tools.evaluation import llm_report, report
 
     llm_path = out / LLM_JSON
     llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
@@ -311,7 +311,7 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
     from pathlib import Path
 
-    from horcrux.evaluation import llm_experiment
+    from horcrux_tools.evaluation import llm_experiment
 
     out = Path(args.out)
     grid = out / "evaluation.json"
@@ -374,7 +374,7 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
 
 
 def _write_llm(out: Any, data: dict[str, Any], result: dict[str, Any], args: Any) -> int:
-    from horcrux.evaluation import llm_report
+    from horcrux_tools.evaluation import llm_report
 
     (out / LLM_JSON).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if not args.no_plots:
@@ -389,7 +389,7 @@ def _write_llm(out: Any, data: dict[str, Any], result: dict[str, Any], args: Any
 
 def _grid_images(out: Any, data: dict[str, Any]) -> list[str]:
     """The grid's figures as its last run wrote them (so a re-render keeps them)."""
-    from horcrux.evaluation.runner import image_name
+    from horcrux_tools.evaluation.runner import image_name
 
     names = [image_name("entropy-race", v) for v in data["entropy_race"]]
     names += ["win-rates.png", "memory-window.png", "tokens-by-tier.png"]
@@ -398,7 +398,7 @@ def _grid_images(out: Any, data: dict[str, Any]) -> list[str]:
 
 def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
     """`workers` local model servers of one thread each, stopped when `stack` closes."""
-    from horcrux.local.model_server import running_model_server
+    from horcrux_tools.local.model_server import running_model_server
 
     return [
         stack.enter_context(running_model_server(port=0, threads=1)).base_url
@@ -407,10 +407,10 @@ def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
 
 
 def cmd_season(args: argparse.Namespace) -> int:
-    from horcrux.echo.season import ABLATION_ARMS, BASE_ARMS, run_season, write_season
+    from horcrux_tools.echo.season import ABLATION_ARMS, BASE_ARMS, run_season, write_season
 
     if args.ablation:
-        from horcrux.echo.ablation import write_ablation
+        from horcrux_tools.echo.ablation import write_ablation
 
         print(write_ablation(args.ablation, games=args.games, seed=args.seed, rules=args.rules))
         return 0
@@ -497,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ai-workers",
         type=_positive,
         default=None,
-        help="AI-turn workers (default 2: horcrux.local.ai_turns.WORKERS)",
+        help="AI-turn workers (default 2: horcrux_tools.local.ai_turns.WORKERS)",
     )
     srv.add_argument(
         "--channel-timeout",
@@ -615,7 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
 
-    from horcrux.local.model_server import add_model_parser
+    from horcrux_tools.local.model_server import add_model_parser
 
     add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_server.py)
     return parser

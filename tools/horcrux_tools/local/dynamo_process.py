@@ -1,6 +1,6 @@
 """The local DynamoDB as its own process: moto's DynamoDB backend behind waitress.
 
-    python -m horcrux.local.dynamo_process --host 127.0.0.1 --port 0
+    python -m horcrux_tools.local.dynamo_process --host 127.0.0.1 --port 0
 
 prints `horcrux-dynamodb listening on http://HOST:PORT` once it accepts connections and
 serves until SIGTERM/SIGINT. `horcrux serve` starts it (`moto_server.start_dynamodb`); the
@@ -201,7 +201,7 @@ def install_item_undo_log(*, version: str | None = None) -> Callable[[], None]:
         raise UnsupportedMoto(
             f"horcrux's local DynamoDB patches moto {PATCHED_MOTO_VERSION}'s "
             f"transact_write_items; moto {found} is installed: check its rollback "
-            "and update horcrux/local/dynamo_process.py"
+            "and update horcrux_tools/local/dynamo_process.py"
         )
     from moto.dynamodb.models import DynamoDBBackend
 
@@ -323,7 +323,7 @@ def _exit_on_eof() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m horcrux.local.dynamo_process")
+    parser = argparse.ArgumentParser(prog="python -m horcrux_tools.local.dynamo_process")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--threads", type=int, default=4)

@@ -1,7 +1,7 @@
 """The optional extras the `horcrux` tools need, and a clear refusal when one is missing.
 
 The runtime package (what the Lambda functions import) needs only pydantic, Powertools and
-numpy; the tools need more (pyproject.toml's optional dependencies, all installed by
+numpy; the tools need more (tools/pyproject.toml's optional dependencies, all installed by
 `make venv`):
 
 - `local`: `horcrux serve` and `horcrux play --local` start an embedded moto DynamoDB and
@@ -10,7 +10,7 @@ numpy; the tools need more (pyproject.toml's optional dependencies, all installe
 - `llm`: the LLM brains' Anthropic SDK (the brains fall back locally without it).
 
 A command calls `require_extra(extra, command)` first: with a module missing it exits with
-a message naming the `pip install 'horcrux-hunt[extra]'` that brings it, instead of a
+a message naming the `pip install 'horcrux-tools[extra]'` that brings it, instead of a
 traceback from deep inside (`ModuleNotFoundError: No module named 'moto'`).
 """
 
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import importlib.util
 
-DISTRIBUTION = "horcrux-hunt"
+DISTRIBUTION = "horcrux-tools"
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "local": ("moto", "boto3"),
     "eval": ("matplotlib",),
     "llm": ("anthropic",),
 }
-"""The top-level modules each extra of pyproject.toml brings (tests/test_layer.py)."""
+"""The top-level modules each extra of tools/pyproject.toml brings (tests/test_layer.py)."""
 
 
 def missing_modules(modules: tuple[str, ...]) -> list[str]:

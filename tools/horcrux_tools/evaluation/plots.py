@@ -7,8 +7,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from horcrux.evaluation.report import REFERENCE_FIGURES, in_adversary_order, in_architecture_order
-from horcrux.evaluation.runner import WINDOW_FULL_MEMORY, image_name
+from horcrux_tools.evaluation.report import (
+    REFERENCE_FIGURES,
+    in_adversary_order,
+    in_architecture_order,
+)
+from horcrux_tools.evaluation.runner import WINDOW_FULL_MEMORY, image_name
 
 PLANNER_WINDOWS = (8, 16, 32)
 

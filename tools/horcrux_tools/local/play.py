@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from horcrux.local.client import ApiError, ApiUnavailable, HorcruxClient
-from horcrux.local.player import player_file, player_key
 from horcrux.rules import display_name
+from horcrux_tools.local.client import ApiError, ApiUnavailable, HorcruxClient
+from horcrux_tools.local.player import player_file, player_key
 
 Payload = dict[str, Any]
 
@@ -596,7 +596,7 @@ def play(
 def play_local(**kwargs: Any) -> int:
     """`horcrux play --local`: an embedded server (moto + the API) on a free port; with
     `trace=True` every LLM decision of the AI seat is printed as it is made."""
-    from horcrux.local.server import start_stack
+    from horcrux_tools.local.server import start_stack
 
     err = kwargs.get("err", sys.stderr)
     trace = kwargs.pop("trace", False)

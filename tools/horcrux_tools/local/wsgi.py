@@ -34,8 +34,8 @@ from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 from horcrux.api.errors import error_json, status_for
-from horcrux.local.ai_turns import AiTurns, FakeLambdaContext
 from horcrux.web import static_response
+from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -159,7 +159,7 @@ def _packaged_api_handler() -> Handler:
         return DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
 
     service = GameService(
-        DynamoDbStore(settings.store.dynamo()),
+        DynamoDbStore.from_settings(settings.store),
         ttl_seconds=settings.store.ttl_seconds,
         brain_settings=lambda: settings.brains.values(key()),
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from horcrux.echo.model import Subject
-from horcrux.echo.season import ARMS, CORRECTED, run_season
+from horcrux_tools.echo.season import ARMS, CORRECTED, run_season
 
 OPPONENTS: tuple[tuple[str, str | None], ...] = (
     ("decoy-heavy", None),

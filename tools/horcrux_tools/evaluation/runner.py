@@ -1,7 +1,7 @@
 """Play every (Harry, Voldemort) pair on the same seeds, on every core, with bookkeeping.
 
 Game g of every pair uses seed `seed + g` (paired: the placement and the dice are the
-same for every architecture). `play_traced` is `horcrux.sim.play_game`'s loop (the same
+same for every architecture). `play_traced` is `horcrux_tools.sim.play_game`'s loop (the same
 engine calls and RNG streams, so the same results), plus what the report needs: the
 belief's calibration and entropy at each decision, the failure modes from the events,
 and per-decision tier and context tokens. Workers return compact `GameRecord`s.
@@ -20,12 +20,17 @@ from typing import Any
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.decisions import DecisionRecord, Tier
-from horcrux.evaluation.metrics import GameEvent, calibration_terms, failure_modes, map_entropy
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryMoved, PlantDecoy, Relocate, VoldemortMoved
 from horcrux.rules import preset
 from horcrux.views import harry_view, voldemort_view
+from horcrux_tools.evaluation.metrics import (
+    GameEvent,
+    calibration_terms,
+    failure_modes,
+    map_entropy,
+)
 
 HARRY_ARCHITECTURES = (
     "naive",

@@ -1,10 +1,10 @@
 """A `horcrux serve` (or local DynamoDB) subprocess to drive from tests and benchmarks.
 
-`ServeProcess` starts `python -m horcrux.cli serve --port 0 --quiet ...`, reads the URL from
+`ServeProcess` starts `python -m horcrux_tools.cli serve --port 0 --quiet ...`, reads the URL from
 its banner, waits until `/healthz` answers, keeps its output (`output()`,
 `wait_for_output()`), reads its RSS and its DynamoDB child's (Linux `/proc`), and stops it
 with SIGTERM, timing the exit. `DynamoProcess` does the same for
-`python -m horcrux.local.dynamo_process` on a chosen port (the fault tests' "user's own
+`python -m horcrux_tools.local.dynamo_process` on a chosen port (the fault tests' "user's own
 endpoint", killed, frozen and restarted under a running server).
 """
 
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from horcrux.local.dynamo_process import BANNER as DYNAMO_BANNER
-from horcrux.local.moto_server import child_environment
+from horcrux_tools.local.dynamo_process import BANNER as DYNAMO_BANNER
+from horcrux_tools.local.moto_server import child_environment
 
 STARTUP_S = 60.0
 
@@ -139,7 +139,7 @@ class ServeProcess:
         unset = ["AWS_PROFILE", *unset]
         if own_dynamodb:  # never a real endpoint: the server starts its moto process
             unset += ["AWS_ENDPOINT_URL_DYNAMODB", "HORCRUX_DYNAMODB_ENDPOINT"]
-        command = [sys.executable, "-m", "horcrux.cli", "serve", "--port", "0", "--quiet"]
+        command = [sys.executable, "-m", "horcrux_tools.cli", "serve", "--port", "0", "--quiet"]
         self.process = subprocess.Popen(
             [*command, *args],
             stdout=subprocess.PIPE,
@@ -231,11 +231,11 @@ class ServeProcess:
 
 
 class DynamoProcess:
-    """`python -m horcrux.local.dynamo_process` on `port` (0: a free one)."""
+    """`python -m horcrux_tools.local.dynamo_process` on `port` (0: a free one)."""
 
     def __init__(self, port: int = 0, *, startup_s: float = 30.0) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "horcrux.local.dynamo_process", "--port", str(port)],
+            [sys.executable, "-m", "horcrux_tools.local.dynamo_process", "--port", str(port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from horcrux.local.dynamo_process import BANNER
+from horcrux_tools.local.dynamo_process import BANNER
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 STORE_ENDPOINT_ENV = "HORCRUX_DYNAMODB_ENDPOINT"
@@ -50,7 +50,7 @@ LOCAL_ENV: dict[str, str] = {
 @dataclass
 class LocalDynamo:
     """The DynamoDB endpoint local play uses; `stop()` stops the child process, if any
-    (`embedded`: started by us, `python -m horcrux.local.dynamo_process`)."""
+    (`embedded`: started by us, `python -m horcrux_tools.local.dynamo_process`)."""
 
     endpoint: str
     embedded: bool
@@ -97,9 +97,9 @@ def child_environment(
 def spawn_dynamodb(
     host: str = "127.0.0.1", port: int = 0, *, startup_s: float = STARTUP_S, tied: bool = True
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `python -m horcrux.local.dynamo_process` and return it with its endpoint once
+    """Start `python -m horcrux_tools.local.dynamo_process` and return it with its endpoint once
     it answers. `tied`: it exits when this process does (its stdin closes)."""
-    command = [sys.executable, "-m", "horcrux.local.dynamo_process", "--host", host]
+    command = [sys.executable, "-m", "horcrux_tools.local.dynamo_process", "--host", host]
     command += ["--port", str(port)] + (["--exit-with-stdin"] if tied else [])
     process = subprocess.Popen(
         command,

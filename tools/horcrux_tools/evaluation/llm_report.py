@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from horcrux.evaluation.llm_experiment import CONTEXTS, GAME_CONTEXTS
+from horcrux_tools.evaluation.llm_experiment import CONTEXTS, GAME_CONTEXTS
 
 DOCUMENTED_MODEL = {"tokens": 6000, "seconds": 25.0}
 """The latency model the rest of the report uses: a 6,000-token prompt takes about 25 s."""

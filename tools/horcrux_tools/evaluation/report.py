@@ -7,14 +7,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from horcrux.evaluation.metrics import (
+from horcrux_tools.evaluation.metrics import (
     FAILURE_MODES,
     LatencyModel,
     paired_difference,
     percentile,
 )
-from horcrux.evaluation.runner import BASELINE, HARRY_ARCHITECTURES, GameRecord
-from horcrux.sim import outcome_figures
+from horcrux_tools.evaluation.runner import BASELINE, HARRY_ARCHITECTURES, GameRecord
+from horcrux_tools.sim import outcome_figures
 
 OUTPUT_TOKENS_PER_CALL = 40
 """Modelled output tokens of one LLM decision (one `make_move` tool call)."""
@@ -321,7 +321,7 @@ def render_markdown(
     llm_section: Sequence[str] | None = None,
 ) -> str:
     """The report as markdown; `llm_section` is the real-model experiment's section
-    (`horcrux.evaluation.llm_report.render_section`), when there is one."""
+    (`horcrux_tools.evaluation.llm_report.render_section`), when there is one."""
     meta = report["meta"]
     lines = [
         "# Evaluation: memory architecture against reasoning, measured",

@@ -8,6 +8,6 @@
 * `client`: a stdlib HTTP client of the API; `play`: the terminal UI on top of it.
 """
 
-from horcrux.local.client import ApiError, ApiUnavailable, HorcruxClient
+from horcrux_tools.local.client import ApiError, ApiUnavailable, HorcruxClient
 
 __all__ = ["ApiError", "ApiUnavailable", "HorcruxClient"]

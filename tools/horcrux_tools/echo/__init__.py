@@ -1,0 +1,1 @@
+"""ECHO's experiments: a season of games with memory on and off, and the ablation."""
