@@ -1,7 +1,7 @@
 """Zero-token planner brains on Layer 2 belief maps.
 
-* `planner` (`planner:trigger|hazard|static|mixture|robust`): the exact Bayes map
-  (`horcrux.belief.bayes`, default `mixture` = model averaging) and the reference rule
+* `planner` (`planner:aware-copy|aware|trigger|hazard|static|mixture|robust`): the exact
+  Bayes map (`horcrux.belief.bayes`, default `aware-copy` = model averaging) and the rule
   (docs/MEMORY.md): attack the most likely location when its occupancy reaches the
   threshold for the spare attacks left, when no more turns than Horcruxes remain, or (the
   endgame) when the attacks left cover every turn left; else take the action with
@@ -90,10 +90,6 @@ class PlannerParams:
     probe_after: int = 99  # ... from this turn on ...
     probe_weight: float = 1.0  # ... when the models of an adversary who reacts to a
     # positive at once (`trigger`, the reference's style) weigh at most this
-    cap_floor: float = 1.0  # capped attack: attack the top location at this occupancy or
-    # more when one more positive there would not raise it by `cap_gain` (an adversary
-    # who moves what Harry is about to attack caps the map: waiting cannot help)
-    cap_gain: float = 0.05
     hesitate: float = 0.0  # P(search instead of a threshold attack), drawn from the
     # private stream: an adversary running this code cannot know which turn he attacks
     # (negative: the belief's own `hesitation()`, its `rule` model's weight times the
@@ -104,13 +100,10 @@ class PlannerParams:
     exposed: tuple[float, ...] = ()  # (jitter, near, attack_near, hesitate) when the models
     # of an adversary who reads Harry's own map (`own`, `rule`) carry weight E: each knob
     # moves from its value above toward this one by min(1, E / EXPOSED_AT)
-    forced_near: float = 0.0  # the same for the forced attacks (the endgame), always
     attack_near: float = 0.0  # attack one of the locations within this much of the top
     # occupancy, drawn in proportion to it from the private stream (0: the top one)
-    model_info: float = 0.0  # a search's score adds this times what it tells about
-    # which adversary model is right (`BayesBelief.model_information`)
     race: bool = True  # when the belief's `rule` model plays the one-turn race
-    # (`BayesBelief.race_plan`, the `aware-race` models), attack as that plan says: the
+    # (`BayesBelief.race_plan`, the `aware-copy` models), attack as that plan says: the
     # adversary model then predicts Harry's mixed strategy exactly
 
     def threshold(self, spare: int) -> float:
@@ -367,6 +360,12 @@ def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: flo
     return (1.0 - total) * threshold + total * min(threshold, level / total - margin)
 
 
+SURE = 1.0
+"""An occupancy at which Harry attacks even on a turn the race plan searches: one more
+positive cannot raise it (it was the `cap_floor` of a capped attack, the only value any
+mode used)."""
+
+
 def _race_pick(race: FloatArray, rng: random.Random | None) -> int | None:
     """The location the race plan attacks, drawn from Harry's private stream (without
     one: its likeliest attack if that is at least 1/2), or None: search this turn."""
@@ -419,8 +418,6 @@ def plan(
         threshold = trigger_aware(belief, threshold, spare, params.timing)
     if jitter > 0.0 and rng is not None:
         threshold -= jitter * rng.random()
-    if forced_attack(view, params):
-        near_attack = max(near_attack, params.forced_near)
     if near_attack > 0.0 and rng is not None:
         # in Python floats: numpy's sum (`array_sum`), cumulative sum and left search
         # on these few values, the same doubles and the same index
@@ -436,10 +433,8 @@ def plan(
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
     ready = race is None and view.attacks_left > 0 and float(m[best]) >= threshold
     kind = "attack"
-    if not ready and view.attacks_left > 0 and float(m[best]) >= params.cap_floor:
-        after = belief.preview(locs[best], True)
-        if float(after[best]) < float(m[best]) + params.cap_gain:
-            ready, kind = True, "capped"
+    if not ready and view.attacks_left > 0 and float(m[best]) >= SURE:
+        ready, kind = True, "capped"  # the race chose to search, but nothing is left to learn
     if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
     if (
@@ -456,8 +451,6 @@ def plan(
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
-    if params.model_info > 0.0:
-        info = info + params.model_info * belief.model_information(rules.sensor)
     j = _argmax(info, ties)
     if near > 0.0 and rng is not None:
         rated = info.tolist()
@@ -502,17 +495,7 @@ occupancy) and a hesitation of 1/2 before a threshold attack."""
 MODE_PARAMS: dict[str, PlannerParams] = {
     "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
     "aware": RANDOMISED,
-    "aware-fixed": PlannerParams(),
-    "aware-timing": PlannerParams(timing=0.05),
-    "aware-probe": replace(
-        RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
-    ),
-    "aware-exact": RANDOMISED,
-    "aware-race": RANDOMISED,
     "aware-copy": RANDOMISED,
-    "aware-charge": RANDOMISED,
-    "aware-models": replace(RANDOMISED, model_info=1.0),
-    "aware-lag": RANDOMISED,
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,
@@ -589,8 +572,7 @@ class WindowPlannerHarry(PlannerHarry):
     * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
       game's first (all charges left, no decoy planted).
 
-    `params` default to `REFERENCE_RULE`; other values serve experiments such as
-    `benchmarks/window_sensitivity.py`.
+    `params` default to `REFERENCE_RULE`; other values serve experiments.
 
     Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
     follows the public evidence of the whole game, which he forgot. The predictive step
@@ -695,7 +677,7 @@ class SeedHeuristicHarry:
     description=(
         "exact Bayes map, information-gain searches, threshold attacks and the endgame, "
         "built for an adversary who reads Harry's map or code (:MODE, default aware-copy; "
-        "aware is the default before it; trigger|hazard|static|mixture|robust|...)"
+        "aware is the default before it; trigger|hazard|static|mixture|robust)"
     ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:

@@ -133,13 +133,8 @@ class AdversaryModel:
     exact: bool = False  # `belief` decoys of a copy of Harry's code: at the free location
     # his exact next map (after every model's move) rates highest, ties in board order
     # (no TOP_BAND grouping: the copy holds the same floats)
-    lag: int = 0  # `trigger` motion: 0 moves at once after the positive; L > 0 moves the
-    # Horcrux 1..L turns after it, the delay uniform (a positive at a location already
-    # waiting for its move starts no second wait)
     race_cost: float = 1.0  # `rule` models playing the race: an attack's cost, as a share
     # of the thresholds for the spare attacks left (`race_attack`'s cost)
-    race_charge: float = 0.0  # `rule` models playing the race: what a relocation charge
-    # the copy burns is worth to Harry, in Horcruxes (`race_attack`'s charge)
     fill: bool = False  # `belief` models reading Harry's own map (`own`, `rule`): the
     # moved Horcrux goes to the locations his map rates lowest *after this prediction*,
     # levelled (`level_fill`), not to the lowest before it (which the prediction itself
@@ -213,21 +208,17 @@ RULE_HESITATE = 0.5
 """The planner's hesitation before a threshold attack, at full weight of `rule` models."""
 
 
-def race_attack(
-    own: FloatArray, cost: float, rho: float, forced: bool, charge: float = 0.0
-) -> FloatArray:
+def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:
     """P(Harry attacks j next turn) in the one-turn race against an adversary who draws
     Harry's own mixed strategy from his own stream and moves what it draws (docs/MEMORY.md).
 
     Attacking j with probability pi_j destroys a Horcrux with probability
     m_j (1 - rho pi_j) (rho: P(the adversary copies him and has a charge left)) and costs
-    an attack, worth `cost` (the threshold for the spare attacks left). The copy draws j
-    with the same pi_j, and where a Horcrux stands (m_j) it burns one of its relocation
-    charges, worth `charge` (V) to Harry. Maximising
-    sum_j pi_j (m_j (1 + rho V - rho pi_j) - cost) over sum_j pi_j <= 1 gives
-    pi_j = max(0, g_j - cost - mu) / (2 rho m_j), g_j = m_j (1 + rho V), mu >= 0 the least
-    making the sum at most 1 (a forced attack: cost 0 and the sum exactly 1). rho = 0 is
-    the deterministic rule; V = 0 the race without the charges' worth."""
+    an attack, worth `cost` (the threshold for the spare attacks left). Maximising
+    sum_j pi_j (m_j (1 - rho pi_j) - cost) over sum_j pi_j <= 1 gives
+    pi_j = max(0, m_j - cost - mu) / (2 rho m_j), mu >= 0 the least making the sum at
+    most 1 (a forced attack: cost 0 and the sum exactly 1). rho = 0 is the deterministic
+    rule."""
     m = np.clip(own, 0.0, 1.0)
     out: FloatArray = np.zeros(len(m))
     if rho <= 1e-9:
@@ -237,7 +228,7 @@ def race_attack(
         return out
     c = 0.0 if forced else cost
     live = m > 1e-12
-    gain = m * (1.0 + rho * charge) if charge > 0.0 else m
+    gain = m
 
     def share(mu: float) -> FloatArray:
         p: FloatArray = np.where(
@@ -311,29 +302,15 @@ AWARE_EXACT: tuple[AdversaryModel, ...] = tuple(
     replace(m, exact=True) if m.motion == "belief" else m for m in AWARE
 )
 """`AWARE` with every belief-reacting model `exact` (an adversary who reads Harry's map
-reads his very floats: decoys at its top free location, moves to its lowest, no bands).
-Opt-in (`aware-exact`): much stronger against `shadow`, not against `mirror`, and below
-the default against `reference` on the holdout seeds (docs/MEMORY.md)."""
+reads his very floats: decoys at its top free location, moves to its lowest, no bands):
+what `AWARE_COPY` is built on (docs/MEMORY.md)."""
 MODES["aware"] = AWARE  # the models, Harry's play randomised (the default before aware-copy)
-MODES["aware-exact"] = AWARE_EXACT  # the same models, exact (opt-in)
-MODES["aware-fixed"] = AWARE  # the models alone: the deterministic rule (ablation)
-MODES["aware-timing"] = AWARE  # the models, attacks timed below the trigger (ablation)
-MODES["aware-probe"] = AWARE  # randomised, and spare attacks spent as probes (ablation)
-RACE_FROM = 0.2
-"""The exposure (`BayesBelief.race_exposure`) from which a `race` Harry plays the race."""
-MODES["aware-race"] = tuple(  # the models, and the one-turn race when exposed (ablation)
-    replace(m, race=RACE_FROM) if m.reads == "rule" else m for m in AWARE_EXACT
-)
-MODES["aware-models"] = AWARE_EXACT  # searches that also weigh what they tell of the models
 KEEP_FLOOR = 1e-6
 """`_Filters._keep_decoys`: below this P(no Horcrux at j), c_j is left as it was."""
 COPY_RACE_COST = 0.7
-"""`aware-copy`: the race's cost of an attack, as a share of the thresholds' (1 in `aware-race`)."""
+"""`aware-copy`: the race's cost of an attack, as a share of the thresholds'."""
 COPY_RACE_FROM = 0.3
-"""`aware-copy`: the exposure from which the race plays (RACE_FROM, 0.2, in `aware-race`)."""
-CHARGE_VALUE = 0.5
-"""`aware-charge`: what a relocation charge the copy burns is worth to Harry, in
-Horcruxes (`race_attack`'s charge; 0 in every other mode)."""
+"""`aware-copy`: the exposure (`BayesBelief.race_exposure`) from which the race plays."""
 
 
 def _copy_model(model: AdversaryModel) -> AdversaryModel:
@@ -350,20 +327,6 @@ AWARE_COPY: tuple[AdversaryModel, ...] = tuple(_copy_model(m) for m in AWARE_EXA
 of Harry's code: the exact models, their own-map destinations levelled (`fill`), and the
 race from rho >= 0.3 at 0.7 of the thresholds' cost (docs/MEMORY.md)."""
 MODES["aware-copy"] = AWARE_COPY
-MODES["aware-charge"] = tuple(  # aware-copy's race pricing the charges the copy burns (opt-in)
-    replace(m, race_charge=CHARGE_VALUE) if m.reads == "rule" else m for m in AWARE_COPY
-)
-LAGGED: tuple[AdversaryModel, ...] = (
-    AdversaryModel("lagged@6", "trigger", trigger=1.0, plant=1.0, lag=6, prior=0.05, level0=False),
-    AdversaryModel(
-        "lagged@12", "trigger", trigger=1.0, plant=1.0, lag=12, prior=0.05, level0=False
-    ),
-)
-"""Adversaries who react to a positive late: the Horcrux moves 1..6 or 1..12 turns after
-it (the delay uniform), decoys as the reference plants them; outside the level-0 map.
-A move that comes some turns after a positive otherwise looks like one timed on Harry's
-growing confidence, and lends weight to the models that read his map (docs/MEMORY.md)."""
-MODES["aware-lag"] = AWARE + LAGGED  # `aware`'s models and the lagged triggers (opt-in)
 LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
@@ -942,19 +905,9 @@ class _Filters:
         self.restarts = 0  # models restarted after calling an observation impossible
         self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
         self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
-        self._trigger = [
-            (i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger" and m.lag == 0
-        ]
+        self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
-        # lagged triggers: (model, P(move | positive), L); `waits[i]`: location -> the turn
-        # of the positive its move waits on (replaced, never mutated: lookahead copies)
-        self._lagged = [
-            (i, m.trigger, m.lag)
-            for i, m in enumerate(models)
-            if m.motion == "trigger" and m.lag > 0 and m.trigger > 0.0
-        ]
-        self.waits: dict[int, dict[int, int]] = {i: {} for i, _, _ in self._lagged}
         self._hazard = [(i, p) for i, p in self._hazard if p > 0.0]
         self._belief = [(i, m) for i, m in enumerate(models) if m.motion == "belief"]
         self._belief = [(i, m) for i, m in self._belief if m.trigger > 0.0]
@@ -1044,8 +997,6 @@ class _Filters:
 
     def attack(self, j: int, outcome: str) -> None:
         tab = self.tab
-        if self._lagged:  # nothing is left at j to wait for a move
-            self.waits = {i: {u: t for u, t in w.items() if u != j} for i, w in self.waits.items()}
         cj = self.c[:, j].copy()
         self.c[:, j] = 0.0
         if outcome == "destroyed":
@@ -1080,13 +1031,11 @@ class _Filters:
         positives: list[int],
         evidence: FloatArray,
         maps: Callable[[], Maps | None] | None = None,
-        turn: int | None = None,
     ) -> None:
         """Voldemort's move after Harry's turn, per model. `maps()` gives Harry's maps
         once the other models have moved (`own`: the mixture's marginals; `naive`: those
         of the models that do not react to his map): what the `belief` models' triggers,
-        destinations and decoys read. `turn` (the turn just played) times the lagged
-        triggers' moves; without it they do not move."""
+        destinations and decoys read."""
         harry: Maps | None = None
         tab = self.tab
         moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
@@ -1094,15 +1043,12 @@ class _Filters:
         # P(decoy at j) per model before the moves: a relocation neither plants nor lifts
         # a decoy, so the moves keep it (`_keep_decoys`)
         decoys = (1.0 - self.marginal()) * self.c if self.c.any() else None
-        lagged = self._lagged_moves(positives, turn) if self._lagged else []
         if tab.k > 0 and w.shape[0] > 1:
             self._marginal = None
             flat = w.view()
             flat.shape = (-1,)  # a view of the weights, never a copy
             for i, p in self._trigger if positives else ():
                 moved_total[i] += self._move_trigger(flat, i, [(j, p) for j in positives])
-            for i, moves in lagged:
-                moved_total[i] += self._move_trigger(flat, i, moves)
             if len(self._hazard_idx):  # every hazard model at once: (R, models, sets)
                 share = 1.0 / (tab.k * (self.n - tab.k))
                 hi = self._hazard_idx
@@ -1188,28 +1134,6 @@ class _Filters:
             flat.put(up_idx, flat.take(up_idx) - moved.reshape(-1))
             flat.put(down_idx, flat.take(down_idx) + incoming.reshape(-1))
         return total
-
-    def _lagged_moves(
-        self, positives: list[int], turn: int | None
-    ) -> list[tuple[int, list[tuple[int, float]]]]:
-        """Per lagged trigger, this turn's moves: (location, probability). A positive at
-        a location not already waiting starts a wait; at a lag of a = 1..L turns the
-        Horcrux still there moves with the uniform delay's hazard 1 / (L - a + 1), times
-        the model's trigger. A wait ends after L turns or when its location is attacked."""
-        if turn is None:
-            return []
-        out: list[tuple[int, list[tuple[int, float]]]] = []
-        waits: dict[int, dict[int, int]] = {}
-        for i, p, lag in self._lagged:
-            live = {j: t for j, t in self.waits[i].items() if turn - t <= lag}
-            for j in positives:
-                live.setdefault(j, turn)
-            waits[i] = live
-            moves = [(j, p / (lag - (turn - t) + 1)) for j, t in sorted(live.items()) if turn > t]
-            if moves:
-                out.append((i, moves))
-        self.waits = waits
-        return out
 
     def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
         """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
@@ -1690,6 +1614,20 @@ _KINDS = {v: k for k, v in _KIND_CODE.items()}
 _SNAPSHOT_VERSION = 1
 
 
+_RETIRED_FIELDS = {"lag": 0, "race_charge": 0.0}
+"""Fields of `AdversaryModel` that only retired modes set (`aware-lag`, `aware-charge`):
+a snapshot carrying them at these values restores; any other value is a ValueError."""
+
+
+def _model_of(saved: dict[str, Any]) -> AdversaryModel:
+    """The `AdversaryModel` a snapshot saved (`asdict`), its tuples restored."""
+    fields = dict(saved)
+    for name, default in _RETIRED_FIELDS.items():
+        if name in fields and fields.pop(name) != default:
+            raise ValueError(f"belief snapshot of a retired model ({name}={saved[name]!r})")
+    return AdversaryModel(**{**fields, "rule": tuple(fields.get("rule", ()))})
+
+
 def _belief_point(turn: int, k: int, m: FloatArray, locations: tuple[str, ...]) -> BeliefPoint:
     """A turn's history point from its k and marginals: `entropy()` and `top(3)` on them."""
     entropy = 0.0
@@ -1829,7 +1767,7 @@ class BayesBelief:
                 positives.append(self._index[obs.location])
         self._cache = None
         self._next_turn = turn + 1
-        self._filters.predict(positives, self._evidence, self._maps, turn)
+        self._filters.predict(positives, self._evidence, self._maps)
         self._ends.append(len(self._log))
         self._turns.append(turn)
         self._turn = turn
@@ -1891,7 +1829,7 @@ class BayesBelief:
                 / (1.0 - (sensor or self.rules.sensor).f)
             )
             self._cache = None
-            trial.predict([j] if positive else [], evidence, self._maps, self._turn + 1)
+            trial.predict([j] if positive else [], evidence, self._maps)
             self._cache = None
             out = self.marginals().copy()
         finally:
@@ -1964,7 +1902,7 @@ class BayesBelief:
         forced = turns_left <= k or turns_left <= attacks
         thresholds = rule.rule or RULE_THRESHOLDS
         cost = rule.race_cost * thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
-        return race_attack(own, cost, min(1.0, rho), forced, rule.race_charge)
+        return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
         """Harry's attacks left, from the attacks he has folded in."""
@@ -2125,18 +2063,6 @@ class BayesBelief:
         out: FloatArray = h[:n] - m * binary_entropy(d) - free * h[n:]
         return out
 
-    def model_information(self, sensor: Sensor) -> FloatArray:
-        """Mutual information (bits) between a search at j and which adversary model is
-        right: h2(sum_i w_i q_ij) - sum_i w_i h2(q_ij), q_ij = P(positive at j | model i).
-        High where the models disagree about j, e.g. a decoy only some of them predict."""
-        f = self._filters
-        mf = f.marginal()
-        respond = np.clip(mf + (1.0 - mf) * f.c, 0.0, 1.0)
-        q = respond * sensor.d + (1.0 - respond) * sensor.f
-        w = self._weights_view()
-        out: FloatArray = _h2(w @ q) - w @ _h2(q)
-        return np.maximum(out, 0.0)
-
     def reveal_information(self) -> FloatArray:
         """Entropy (bits) of Dumbledore's exact reveal at each location."""
         m, _, decoy = self._arrays()
@@ -2208,9 +2134,7 @@ class BayesBelief:
         offset += head_len
         if header.get("v") != _SNAPSHOT_VERSION:
             raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
-        models = tuple(
-            AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in header["models"]
-        )
+        models = tuple(_model_of(m) for m in header["models"])
         cp, dp = header.get("cp"), header.get("dp")
         belief = cls(
             rules,
