@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from horcrux.belief.policy import RANDOMISED
+
 Motion = Literal["trigger", "hazard", "static", "belief"]
 Placement = Literal["evidence", "random", "belief", "greedy"]
 Destination = Literal["uniform", "low"]
@@ -113,12 +115,13 @@ def belief_models(
     )
 
 
-RULE_THRESHOLDS = (0.90, 0.75, 0.60, 0.50)
+RULE_THRESHOLDS = RANDOMISED.thresholds
 """The planner's attack thresholds by spare attacks (`PlannerParams.thresholds`)."""
-RULE_JITTER = 0.1
+RULE_JITTER = RANDOMISED.jitter
 """The planner's jitter: each turn's threshold is lowered by U(0, RULE_JITTER)."""
-RULE_HESITATE = 0.5
-"""The planner's hesitation before a threshold attack, at full weight of `rule` models."""
+RULE_HESITATE = RANDOMISED.exposed[3]
+"""The planner's hesitation before a threshold attack, at full weight of `rule` models
+(the hesitation of `RANDOMISED.exposed`)."""
 
 
 def rule_model(prior: float, race: float = 0.0) -> AdversaryModel:
