@@ -4,11 +4,8 @@ randomisation."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import random
 from dataclasses import replace
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -21,7 +18,6 @@ from horcrux.agents.adversaries import AmbushVoldemort, MirrorVoldemort, next_ha
 from horcrux.agents.planner import PlannerHarry, PlannerParams, plan
 from horcrux.belief.bayes import (
     AWARE_EXACT,
-    DEFAULT_MODE,
     MODES,
     AdversaryModel,
     BayesBelief,
@@ -296,10 +292,10 @@ def test_mirror_never_reads_harrys_random_stream() -> None:
 
 
 def test_mirror_moves_the_horcrux_the_copy_attacks_to_its_least_likely_free_location() -> None:
-    # `aware-fixed` plays the deterministic rule: in the endgame it surely attacks its top
+    # `trigger` plays the deterministic rule: in the endgame it surely attacks its top
     state, _ = engine.new_game(CLASSIC, 5)
-    harry = HARRY_BRAINS.create("planner:aware-fixed", CLASSIC)
-    mirror = MirrorVoldemort(CLASSIC, "planner:aware-fixed")
+    harry = HARRY_BRAINS.create("planner:trigger", CLASSIC)
+    mirror = MirrorVoldemort(CLASSIC, "planner:trigger")
     relocated = 0
     while not state.over:
         if state.phase == "harry":
@@ -310,7 +306,7 @@ def test_mirror_moves_the_horcrux_the_copy_attacks_to_its_least_likely_free_loca
             vmove = mirror.decide(view, rng.stream(5, "voldemort", state.turn))
             engine.check(state, vmove)
             turn, predicted = mirror.predicted[-1]
-            copy = PlannerHarry(CLASSIC, "aware-fixed")
+            copy = PlannerHarry(CLASSIC, "trigger")
             copy.sync(next_harry_view(view))
             expect = plan(copy.belief, next_harry_view(view), copy.params)
             assert turn == view.turn
@@ -327,7 +323,7 @@ def test_mirror_moves_the_horcrux_the_copy_attacks_to_its_least_likely_free_loca
 
 def test_ambush_moves_to_any_free_location_and_stays_legal() -> None:
     for seed in range(3):
-        result = play_game(CLASSIC, seed, "planner:aware-fixed", "ambush")
+        result = play_game(CLASSIC, seed, "planner:trigger", "ambush")
         assert result.turns >= 1  # every move was checked by the engine
 
 
@@ -416,20 +412,6 @@ def test_race_attack_is_the_threshold_rule_unexposed_and_a_mixed_strategy_expose
     near = np.array([0.9, 0.3, 0.0])
     np.testing.assert_allclose(race_attack(near, 0.5, 1.0, True), [0.5, 0.5, 0.0], atol=1e-9)
     np.testing.assert_allclose(race_attack(near, 0.5, 0.5, True), [0.75, 0.25, 0.0], atol=1e-9)
-
-
-def test_race_attack_prices_the_charges_the_copy_burns() -> None:
-    m = np.array([1.0, 0.5, 0.0])
-    # charge V = 0.5 at rho = 1: g = m (1 + V) = (1.5, 0.75, 0); pi_j = (g_j - cost) / (2 m_j):
-    # the top (1.5 - 0.5) / 2 = 1/2 (1/4 without the charge), 0.5's (0.75 - 0.5) / 1 = 1/4
-    np.testing.assert_allclose(race_attack(m, 0.5, 1.0, False, 0.5), [0.5, 0.25, 0.0])
-    # unexposed, the charge changes nothing: the deterministic rule
-    np.testing.assert_array_equal(race_attack(m, 0.5, 0.0, False, 0.5), [1.0, 0.0, 0.0])
-    # V = 0 is the race without it, to the bit
-    for rho, forced in ((0.4, False), (1.0, True), (0.5, True)):
-        np.testing.assert_array_equal(
-            race_attack(m, 0.5, rho, forced, 0.0), race_attack(m, 0.5, rho, forced)
-        )
 
 
 def _race_belief() -> tuple[BayesBelief, AdversaryModel]:
@@ -531,7 +513,7 @@ def test_an_exact_model_predicts_mirrors_decoy_where_a_band_cannot() -> None:
     j = CLASSIC.locations.index(planted.action.location)
     chance = {}
     for mode in ("aware-exact", "aware"):
-        belief = BayesBelief(CLASSIC, mode)
+        belief = BayesBelief(CLASSIC, mode, models=AWARE_EXACT if mode == "aware-exact" else None)
         belief.update(first)
         rule = [m.reads for m in belief.models].index("rule")
         c = belief._filters.c[rule]
@@ -613,11 +595,9 @@ def test_a_fill_model_survives_a_snapshot() -> None:
     [
         # an attack costs 0.5 x 0.5: pi_a = (4/7 - 1/4) / (8/7)
         ({"race_cost": 0.5}, 9 / 32),
-        # a burnt charge worth 0.5: g_a = 4/7 x 1.5 = 6/7, pi_a = (6/7 - 1/2) / (8/7)
-        ({"race_charge": 0.5}, 5 / 16),
     ],
 )
-def test_the_race_cost_and_charge_set_the_attack_the_rule_model_predicts(
+def test_the_race_cost_sets_the_attack_the_rule_model_predicts(
     change: dict[str, float], pi_a: float
 ) -> None:
     # as in the race test above (m_a = 4/7, rho = 1, cost 0.5, pi_a = 1/16), and the rule
@@ -641,60 +621,9 @@ def test_aware_copy_is_the_exact_models_levelled_with_a_cheaper_race() -> None:
         reads_own = mine.motion == "belief" and mine.reads != "naive"
         assert mine.fill is reads_own
         if mine.reads == "rule":
-            assert (mine.race, mine.race_cost, mine.race_charge) == (0.3, 0.7, 0.0)
+            assert (mine.race, mine.race_cost) == (0.3, 0.7)
             assert replace(mine, fill=False, race=0.0, race_cost=1.0) == exact
         else:
             assert replace(mine, fill=False) == exact
     brain = HARRY_BRAINS.create("planner:aware-copy", CLASSIC)
     assert isinstance(brain, PlannerHarry) and brain.belief.models == copy
-
-
-def test_model_information_is_where_the_models_disagree() -> None:
-    # two static models on TINY, one sure of a decoy at d (c = 1), one of none: a search
-    # at d is positive with d = 0.8 or f = 0.2, and the information about which model is
-    # right is h2(0.5) - (h2(0.8) + h2(0.2)) / 2; elsewhere both agree: 0
-    rules = TINY.model_copy(update={"decoys": 1})
-    a = AdversaryModel("a", "static", prior=0.5)
-    b = AdversaryModel("b", "static", prior=0.5)
-    belief = BayesBelief(rules, "custom", models=(a, b))
-    belief._filters.c[0, 3] = 1.0
-    belief._filters.w[:, :, 3] = 0.0  # no Horcrux at d in either model
-    belief._filters.w /= belief._filters.w.sum(axis=(0, 2))[None, :, None]
-    belief._filters._marginal = None
-    info = belief.model_information(rules.sensor)
-
-    def h2(p: float) -> float:
-        return -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
-
-    assert info[3] == pytest.approx(h2(0.5) - (h2(0.8) + h2(0.2)) / 2)
-    np.testing.assert_allclose(info[:3], 0.0, atol=1e-12)
-
-
-def _benchmark(name: str) -> ModuleType:
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_committed_mixture_moves_only_the_priors() -> None:
-    # benchmarks/mirror_committed.py: the default's models, `rule` at the prior asked, the
-    # others sharing the rest in their default proportions; nothing else changes
-    bench = _benchmark("mirror_committed")
-    base = MODES[DEFAULT_MODE]
-    models = bench.committed_models(0.98, None)
-    assert [m.name for m in models] == [m.name for m in base]
-    assert sum(m.prior for m in models) == pytest.approx(1.0)
-    rule = next(m for m in models if m.name == "rule")
-    assert rule.prior == 0.98 and rule.race == 0.3
-    for mine, default in zip(models, base, strict=True):
-        assert replace(mine, prior=default.prior) == default
-    assert next(m for m in bench.committed_models(1.0, 0.2) if m.name == "rule").race == 0.2
-    alone = bench.committed_models(1.0, None, ("rule",), 2)
-    assert [m.name for m in alone] == ["rule", "rule-copy-0", "rule-copy-1"]
-    assert [m.prior for m in alone] == [1.0, 0.0, 0.0]
-    # at prior 1 the other models hold no weight, so `rule` holds all of it
-    wins, weights = bench.play(1, bench.committed_models(1.0, None))
-    assert wins in (0, 1) and weights and all(w == pytest.approx(1.0) for w in weights.values())

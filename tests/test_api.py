@@ -160,6 +160,40 @@ def test_an_oracle_brain_is_refused_naming_the_known_ones(api: ApiClient) -> Non
     assert "naive" in reply.body["message"] and "oracle" in reply.body["message"]
 
 
+def test_a_retired_planner_mode_is_refused_for_a_new_game_and_played_for_a_stored_one(
+    api: ApiClient, dynamo: Store, pump: StreamPump
+) -> None:
+    reply = api.call(
+        "POST",
+        "/games",
+        body={"seats": {"harry": {"kind": "ai", "brain": "planner:aware-lag"}, "voldemort": HUMAN}},
+    )
+    assert reply.status == 422 and reply.body["error"] == "unknown_brain"
+    assert "aware-copy" in reply.body["message"]
+    body = create(api, {"kind": "ai", "brain": "planner"}, HUMAN, rules="classic", seed=4)
+    gid, token = body["game_id"], body["token"]
+    snap = dynamo.load(gid)
+    seats = {
+        **snap.seats,
+        "harry": snap.seats["harry"].model_copy(update={"brain": "planner:aware-exact"}),
+    }
+    dynamo.repair_snapshot(
+        snap.version, snap.model_copy(update={"version": snap.version + 1, "seats": seats})
+    )
+    game = api.call("GET", f"/games/{gid}", who="spectator")
+    assert game.status == 200
+    assert game.body["seats"]["harry"] == {
+        "kind": "ai",
+        "taken": True,
+        "brain": "planner:aware-exact",
+        "brain_used": "planner",
+        "name": None,
+    }
+    pump.pump()  # Harry's turn Lambda plays the stored seat: the default planner
+    game = api.call("GET", f"/games/{gid}", token=token, who="voldemort").body
+    assert game["turn"] == 1 and game["to_move"] == "voldemort"
+
+
 # ---------------------------------------------------------------- whole games
 def planner_move(view: dict[str, Any], seed: int) -> dict[str, Any]:
     """The person's move: a fresh planner reading only the view the API returned, drawing

@@ -49,7 +49,6 @@ class BruteForce:
         self.evidence = [0.0] * self.n
         self.k = rules.horcruxes
         self.impossible = False
-        self.waits: dict[int, int] = {}  # a lagged trigger: location -> turn of its positive
 
     def _norm(self) -> None:
         total = sum(self.w.values())
@@ -73,7 +72,6 @@ class BruteForce:
             self.c[j] = cj * lr / (cj * lr + (1 - cj) * le)
             self.evidence[j] += math.log(lr / le)
         elif obs.kind == "attack":
-            self.waits.pop(j, None)
             cj = self.c[j]
             self.c[j] = 0.0
             self.evidence[j] = 0.0
@@ -101,19 +99,10 @@ class BruteForce:
                 m[i] += v
         return m
 
-    def predict(self, positives: list[int], turn: int) -> None:
+    def predict(self, positives: list[int]) -> None:
         model, n, k = self.model, self.n, self.k
         out: dict[tuple[frozenset[int], int], float] = {}
         due = [(j, model.trigger) for j in positives]
-        if model.lag:  # waits of at most L turns; a waiting location starts no second wait
-            self.waits = {j: t for j, t in self.waits.items() if turn - t <= model.lag}
-            for j in positives:
-                self.waits.setdefault(j, turn)
-            due = [
-                (j, model.trigger / (model.lag - (turn - t) + 1))
-                for j, t in sorted(self.waits.items())
-                if turn > t
-            ]
 
         def add(key: tuple[frozenset[int], int], v: float) -> None:
             out[key] = out.get(key, 0.0) + v
@@ -177,7 +166,7 @@ class BruteForce:
             self.observe(obs)
             if obs.kind == "search" and obs.outcome == "positive":
                 positives.append(self.rules.locations.index(obs.location))
-        self.predict(positives, record.turn)
+        self.predict(positives)
 
 
 def random_move(view: HarryView, r: random.Random) -> Search | Attack | Ally:
@@ -212,8 +201,6 @@ MODELS = [
     AdversaryModel("hazard", "hazard", hazard=0.1, plant=0.5),
     AdversaryModel("static", "static", plant=0.0),
     AdversaryModel("static-decoys", "static", plant=0.7),
-    AdversaryModel("lagged", "trigger", trigger=1.0, plant=1.0, lag=3),
-    AdversaryModel("lagged-soft", "trigger", trigger=0.7, plant=0.5, lag=6),
 ]
 
 
@@ -544,87 +531,3 @@ def _quiet(belief: BayesBelief, turns: range) -> list[float]:
         belief.update_observations(turn, ())
         out.append(float(belief.marginals()[0]))
     return out
-
-
-@pytest.mark.parametrize("lag", [1, 3, 6])
-def test_a_lagged_trigger_moves_on_the_uniform_delays_schedule(lag: int) -> None:
-    """After a positive at a real Horcrux the move comes 1..L turns later, uniformly, so
-    P(still there a turns on) = 1 - a/L; a second positive while it waits changes no
-    schedule; an attack there ends the wait."""
-    model = AdversaryModel("lagged", "trigger", trigger=1.0, plant=0.0, lag=lag)
-    belief = BayesBelief(CLASSIC, "custom", models=(model,))
-    hit = Observation(kind="search", location=CLASSIC.locations[0], outcome="positive")
-    belief.update_observations(1, (hit,))
-    start = float(belief.marginals()[0])
-    assert start == pytest.approx(0.8 * 0.2 / (0.8 * 0.2 + 0.15 * 0.8))  # no move yet
-    seen = _quiet(belief, range(2, lag + 4))
-    expected = [start * max(0.0, 1.0 - a / lag) for a in range(1, lag + 3)]
-    assert seen == pytest.approx(expected, abs=1e-12)
-    immediate = BayesBelief(
-        CLASSIC, "custom", models=(AdversaryModel("trigger", "trigger", trigger=1.0, plant=0.0),)
-    )
-    immediate.update_observations(1, (hit,))
-    assert float(immediate.marginals()[0]) == pytest.approx(0.0, abs=1e-12)  # lag 0: at once
-
-
-def test_a_positive_during_the_wait_starts_no_second_wait() -> None:
-    model = AdversaryModel("lagged", "trigger", trigger=1.0, plant=0.0, lag=4)
-    hit = Observation(kind="search", location=CLASSIC.locations[0], outcome="positive")
-    belief = BayesBelief(CLASSIC, "custom", models=(model,))
-    belief.update_observations(1, (hit,))
-    belief.update_observations(2, (hit,))
-    assert belief._filters.waits == {0: {0: 1}}
-    _quiet(belief, range(3, 6))
-    assert float(belief.marginals()[0]) == pytest.approx(0.0, abs=1e-12)  # moved by turn 5
-    belief.update_observations(6, (hit,))  # the wait is over: this positive starts one
-    assert belief._filters.waits == {0: {0: 6}}
-    miss = Observation(kind="attack", location=CLASSIC.locations[0], outcome="empty")
-    belief.update_observations(7, (miss,))
-    assert belief._filters.waits == {0: {}}
-
-
-def test_a_lookahead_and_a_snapshot_keep_the_lagged_waits() -> None:
-    rules = CLASSIC
-    a = BayesBelief(rules, "aware-lag")
-    b = BayesBelief(rules, "aware-lag")
-    hit = Observation(kind="search", location=rules.locations[2], outcome="positive")
-    for belief in (a, b):
-        belief.update_observations(1, (hit,))
-    before = {i: dict(w) for i, w in a._filters.waits.items()}
-    a.preview(rules.locations[2], True)  # a lookahead moves a copy, never the waits
-    assert a._filters.waits == before
-    for turn in (2, 3):
-        for belief in (a, b):
-            belief.update_observations(turn, (hit,))
-    assert a.marginals().tolist() == b.marginals().tolist()
-    restored = BayesBelief.restore(rules, a.snapshot())
-    assert restored.marginals().tolist() == a.marginals().tolist()
-    assert restored._filters.waits == a._filters.waits
-    assert any(m.lag for m in restored.models)
-
-
-def test_a_location_the_horcrux_left_holds_no_decoy() -> None:
-    """A relocation neither plants nor lifts a decoy. A model that plants at the top
-    location when it is free, and moves a Horcrux a turn after its positive, must not
-    carry "a decoy if no Horcrux" onto the location its Horcrux just left: an empty
-    attack there is what it predicts, not an impossibility that restarts it."""
-    model = AdversaryModel("late", "trigger", trigger=1.0, plant=1.0, lag=1)
-    belief = BayesBelief(SMALL, "custom", models=(model,))
-
-    def turn(t: int, action: Search | Attack, outcome: str) -> None:
-        kind = "search" if isinstance(action, Search) else "attack"
-        sensor = "harry" if kind == "search" else None
-        obs = Observation(location=action.location, kind=kind, outcome=outcome, sensor=sensor)
-        belief.update(HarryRecord(turn=t, action=action, observations=(obs,)))
-
-    turn(1, Search(location="a"), "positive")
-    # the decoy went to `a` exactly when `a` was free: P(decoy at a) = P(a free)
-    free_a = 1.0 - belief.occupancy()["a"]
-    assert belief.decoy_probability()[0] == pytest.approx(free_a, abs=1e-12)
-    turn(2, Search(location="b"), "negative")  # the Horcrux at `a` moves now, if any
-    assert belief.occupancy()["a"] == pytest.approx(0.0, abs=1e-12)
-    assert belief.decoy_probability()[0] < 0.6  # not "surely a decoy": it may have left
-    before = float(belief._filters.log_evidence[0])
-    turn(3, Attack(location="a"), "empty")
-    assert belief._filters.restarts == 0
-    assert float(belief._filters.log_evidence[0]) - before > math.log(0.3)

@@ -470,3 +470,25 @@ def test_learned_models_play_with_the_thresholds_they_were_measured_with() -> No
     assert brain.belief.models == learned and brain.params == PlannerParams()
     again = PlannerHarry.restore(CLASSIC, brain.snapshot())  # a later turn's Lambda
     assert again.belief.models == learned and again.params == PlannerParams()
+
+
+def test_the_filters_copy_of_harrys_rule_is_the_default_planners_policy() -> None:
+    """The `rule` adversary model runs Harry's own rule: its thresholds, jitter and
+    hesitation are the default planner's knobs (`horcrux.belief.policy`, one source), so a
+    change to the planner's policy is a change to the model, never a silent mismatch."""
+    from horcrux.agents.planner import MODE_PARAMS
+    from horcrux.belief.bayes import DEFAULT_MODE, RULE_HESITATE, RULE_JITTER, RULE_THRESHOLDS
+
+    harry = PlannerHarry(CLASSIC)
+    assert harry.mode == DEFAULT_MODE and harry.params == MODE_PARAMS[DEFAULT_MODE]
+    params = harry.params
+    assert RULE_THRESHOLDS == params.thresholds == PlannerParams().thresholds
+    assert RULE_JITTER == params.jitter > 0.0
+    assert RULE_HESITATE == params.exposed[3] > 0.0
+    for mode in ("aware", DEFAULT_MODE):
+        (rule,) = [m for m in MODES[mode] if m.reads == "rule"]
+        assert (rule.rule, rule.spread, rule.hesitate) == (
+            params.thresholds,
+            params.jitter,
+            params.exposed[3],
+        )

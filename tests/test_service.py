@@ -116,6 +116,40 @@ def test_bad_seats_are_refused_naming_the_problem(
     assert store.op_counts["TransactWriteItems"] == 0
 
 
+def retire_seat(store: GameStore, game_id: str, seat: str, spec: str) -> None:
+    """Rewrite a stored seat's brain spec (a game stored before `spec` was retired)."""
+    snap = store.load(game_id)
+    seats = {**snap.seats, seat: snap.seats[seat].model_copy(update={"brain": spec})}
+    store.repair_snapshot(
+        snap.version, snap.model_copy(update={"version": snap.version + 1, "seats": seats})
+    )
+
+
+def test_a_new_seat_naming_a_retired_planner_mode_is_refused_naming_the_modes(
+    service: GameService, store: MemoryStore
+) -> None:
+    with pytest.raises(UnknownBrain, match="unknown planner mode 'aware-lag'; known: ") as caught:
+        service.create_game(ai("planner:aware-lag"), HUMAN)
+    known = str(caught.value).rpartition("known: ")[2].split(" (seat")[0].split(", ")
+    assert "aware-copy" in known and "aware-lag" not in known
+    assert store.op_counts["TransactWriteItems"] == 0
+
+
+def test_a_stored_seat_of_a_retired_planner_mode_plays_the_default_planner_and_says_so(
+    service: GameService, store: MemoryStore
+) -> None:
+    created = service.create_game(ai("planner"), HUMAN, rules="classic", seed=21)
+    gid = created["game_id"]
+    assert created["game"]["seats"]["harry"]["brain_used"] is None
+    retire_seat(store, gid, "harry", "planner:aware-charge")
+    seats = service.game(gid, None)["seats"]
+    assert seats["harry"]["brain"] == "planner:aware-charge"
+    assert seats["harry"]["brain_used"] == "planner"
+    assert seats["voldemort"]["brain_used"] is None  # a person's seat
+    made = service.make_brain(store.load(gid), "harry")
+    assert made.brain.name == "planner" and made.brain.mode == "aware-copy"
+
+
 def test_join_lobby_and_taken_seats(service: GameService) -> None:
     created = service.create_game(HUMAN, HUMAN, rules="classic", seed=1)
     gid = created["game_id"]

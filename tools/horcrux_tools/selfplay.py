@@ -63,7 +63,7 @@ def play_to_end(
     """Play an all-AI game to its end, brains built from the seats' specs."""
     snap = store.load(game_id)
     rules, seed = snap.state.rules, snap.state.seed
-    harry = HARRY_BRAINS.create(snap.seats["harry"].brain or "naive", rules)
+    harry = HARRY_BRAINS.create(snap.seats["harry"].brain or "naive", rules, stored=True)
     voldemort = VOLDEMORT_BRAINS.create(snap.seats["voldemort"].brain or "reference", rules)
 
     def decide(s: GameSnapshot) -> AnyAction:

@@ -60,6 +60,21 @@ DEFAULT_HARRY = "planner"
 """The one default AI Harry: the API's, `horcrux simulate`'s, `replay`'s and `make demo`'s."""
 DEFAULT_VOLDEMORT = "reference"
 
+RETIRED_PLANNER_MODES = (
+    "aware-exact",
+    "aware-fixed",
+    "aware-timing",
+    "aware-probe",
+    "aware-race",
+    "aware-models",
+    "aware-charge",
+    "aware-lag",
+)
+"""Planner modes that were once seat specs (`planner:MODE`) and are no longer: a stored
+seat naming one plays the default planner; a new seat naming one is refused."""
+RETIRED_HARRY: dict[str, str] = {f"planner:{mode}": DEFAULT_HARRY for mode in RETIRED_PLANNER_MODES}
+"""Retired Harry specs and the spec a stored seat naming one plays."""
+
 BUILTIN_MODULES = (
     "horcrux.agents.voldemort",
     "horcrux.agents.harry_baselines",
@@ -104,9 +119,12 @@ class BrainEntry(Generic[B]):
 class Registry(Generic[B]):
     """Brains of one seat by name. `seat_allowed=False` marks evaluation-only brains."""
 
-    def __init__(self, seat: str, entry_point_group: str) -> None:
+    def __init__(
+        self, seat: str, entry_point_group: str, retired: dict[str, str] | None = None
+    ) -> None:
         self.seat = seat
         self._group = entry_point_group
+        self._retired = dict(retired or {})
         self._entries: dict[str, BrainEntry[B]] = {}
         self._plugins_loaded = False
 
@@ -143,6 +161,11 @@ class Registry(Generic[B]):
             raise UnknownBrain(f"unknown {self.seat} brain {spec!r}; known: {known}")
         return found, (param or None)
 
+    def resolve(self, spec: str) -> str:
+        """The spec a stored seat naming `spec` plays: `spec`, or the replacement of a
+        retired spec (`RETIRED_HARRY`). No brain module is imported."""
+        return self._retired.get(spec, spec)
+
     def create(
         self,
         spec: str,
@@ -151,14 +174,19 @@ class Registry(Generic[B]):
         truth: Callable[[], GameState] | None = None,
         for_seat: bool = False,
         settings: dict[str, Any] | None = None,
+        stored: bool = False,
     ) -> B:
-        """A fresh brain for one game. `for_seat=True` refuses evaluation-only brains."""
+        """A fresh brain for one game. `for_seat=True` refuses evaluation-only brains;
+        `stored=True` (a seat already stored) plays a retired spec's replacement, which a
+        new seat naming it is refused (`UnknownBrain`, by the brain's own factory)."""
+        if stored:
+            spec = self.resolve(spec)
         found, param = self.entry(spec, for_seat=for_seat)
         options = BrainOptions(rules=rules, param=param, truth=truth, settings=settings or {})
         return found.factory(options)
 
 
-HARRY_BRAINS: Registry[HarryBrain] = Registry("harry", "horcrux.harry_brains")
+HARRY_BRAINS: Registry[HarryBrain] = Registry("harry", "horcrux.harry_brains", RETIRED_HARRY)
 VOLDEMORT_BRAINS: Registry[VoldemortBrain] = Registry("voldemort", "horcrux.voldemort_brains")
 
 

@@ -1,7 +1,7 @@
 """Zero-token planner brains on Layer 2 belief maps.
 
-* `planner` (`planner:trigger|hazard|static|mixture|robust`): the exact Bayes map
-  (`horcrux.belief.bayes`, default `mixture` = model averaging) and the reference rule
+* `planner` (`planner:aware-copy|aware|trigger|hazard|static|mixture|robust`): the exact
+  Bayes map (`horcrux.belief.bayes`, default `aware-copy` = model averaging) and the rule
   (docs/MEMORY.md): attack the most likely location when its occupancy reaches the
   threshold for the spare attacks left, when no more turns than Horcruxes remain, or (the
   endgame) when the attacks left cover every turn left; else take the action with
@@ -51,70 +51,12 @@ from horcrux.belief.bayes import (
     array_sum,
 )
 from horcrux.belief.heuristic import HeuristicBelief
+from horcrux.belief.policy import RANDOMISED, PlannerParams
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
 from horcrux.rules import RuleSet
 from horcrux.views import HarryView
-
-
-@dataclass(frozen=True)
-class PlannerParams:
-    """The planner's knobs (the reference rule's values are the hand-set starting points).
-
-    `thresholds[s]`: attack the top location when its occupancy is at least this with s
-    spare attacks (attacks left - Horcruxes left), the last entry for s or more.
-    `dumbledore_min`: consult Dumbledore only about a location at least this likely.
-    `dumbledore_weight`: his reveal's information is multiplied by this (he helps twice).
-    `endgame`: attack the likeliest location whenever the attacks left cover every turn
-    left. An attack reveals its location exactly (a perfect search) and destroys what it
-    finds; its one cost is an attack, and once attacks can no longer run out before the
-    turns do, that cost is nil: an unused attack is worth nothing at the end. The
-    reference rule (thresholds only) is `endgame=False`.
-    """
-
-    thresholds: tuple[float, ...] = (0.90, 0.75, 0.60, 0.50)
-    dumbledore_min: float = 0.30
-    dumbledore_weight: float = 1.0
-    info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (the I_j)
-    ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
-    endgame: bool = True
-    # robustness to an adversary who knows the algorithm (docs/MEMORY.md, "A Harry whose
-    # algorithm is known"); the defaults are the rule before it
-    jitter: float = 0.0  # each turn's attack threshold is lowered by U(0, jitter), drawn
-    # from Harry's private per-turn stream
-    near: float = 0.0  # searches within this share of the best information are near-equal:
-    # one is drawn from the private stream (0: the best, ties by `ties`)
-    probe_min: float = 1.0  # probe: attack the top location at this occupancy or more ...
-    probe_spare: int = 99  # ... while at least this many spare attacks remain ...
-    probe_after: int = 99  # ... from this turn on ...
-    probe_weight: float = 1.0  # ... when the models of an adversary who reacts to a
-    # positive at once (`trigger`, the reference's style) weigh at most this
-    cap_floor: float = 1.0  # capped attack: attack the top location at this occupancy or
-    # more when one more positive there would not raise it by `cap_gain` (an adversary
-    # who moves what Harry is about to attack caps the map: waiting cannot help)
-    cap_gain: float = 0.05
-    hesitate: float = 0.0  # P(search instead of a threshold attack), drawn from the
-    # private stream: an adversary running this code cannot know which turn he attacks
-    # (negative: the belief's own `hesitation()`, its `rule` model's weight times the
-    # hesitation that model assumes)
-    timing: float = -1.0  # attack before the trigger: with W the posterior weight of the
-    # belief-reacting models and T their weighted threshold, the attack threshold becomes
-    # (1 - W) t + W min(t, T - timing) (negative: off)
-    exposed: tuple[float, ...] = ()  # (jitter, near, attack_near, hesitate) when the models
-    # of an adversary who reads Harry's own map (`own`, `rule`) carry weight E: each knob
-    # moves from its value above toward this one by min(1, E / EXPOSED_AT)
-    forced_near: float = 0.0  # the same for the forced attacks (the endgame), always
-    attack_near: float = 0.0  # attack one of the locations within this much of the top
-    # occupancy, drawn in proportion to it from the private stream (0: the top one)
-    model_info: float = 0.0  # a search's score adds this times what it tells about
-    # which adversary model is right (`BayesBelief.model_information`)
-    race: bool = True  # when the belief's `rule` model plays the one-turn race
-    # (`BayesBelief.race_plan`, the `aware-race` models), attack as that plan says: the
-    # adversary model then predicts Harry's mixed strategy exactly
-
-    def threshold(self, spare: int) -> float:
-        return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
 
 
 @dataclass(frozen=True)
@@ -367,6 +309,12 @@ def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: flo
     return (1.0 - total) * threshold + total * min(threshold, level / total - margin)
 
 
+SURE = 1.0
+"""An occupancy at which Harry attacks even on a turn the race plan searches: one more
+positive cannot raise it (it was the `cap_floor` of a capped attack, the only value any
+mode used)."""
+
+
 def _race_pick(race: FloatArray, rng: random.Random | None) -> int | None:
     """The location the race plan attacks, drawn from Harry's private stream (without
     one: its likeliest attack if that is at least 1/2), or None: search this turn."""
@@ -419,8 +367,6 @@ def plan(
         threshold = trigger_aware(belief, threshold, spare, params.timing)
     if jitter > 0.0 and rng is not None:
         threshold -= jitter * rng.random()
-    if forced_attack(view, params):
-        near_attack = max(near_attack, params.forced_near)
     if near_attack > 0.0 and rng is not None:
         # in Python floats: numpy's sum (`array_sum`), cumulative sum and left search
         # on these few values, the same doubles and the same index
@@ -436,10 +382,8 @@ def plan(
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
     ready = race is None and view.attacks_left > 0 and float(m[best]) >= threshold
     kind = "attack"
-    if not ready and view.attacks_left > 0 and float(m[best]) >= params.cap_floor:
-        after = belief.preview(locs[best], True)
-        if float(after[best]) < float(m[best]) + params.cap_gain:
-            ready, kind = True, "capped"
+    if not ready and view.attacks_left > 0 and float(m[best]) >= SURE:
+        ready, kind = True, "capped"  # the race chose to search, but nothing is left to learn
     if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
     if (
@@ -456,8 +400,6 @@ def plan(
         belief.horcrux_information if params.info_target == "horcrux" else belief.search_information
     )
     info = info_of(rules.sensor)
-    if params.model_info > 0.0:
-        info = info + params.model_info * belief.model_information(rules.sensor)
     j = _argmax(info, ties)
     if near > 0.0 and rng is not None:
         rated = info.tolist()
@@ -492,27 +434,10 @@ def plan(
     return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
 
 
-RANDOMISED = PlannerParams(jitter=0.1, near=0.1, hesitate=-1.0, exposed=(0.3, 0.3, 0.25, 0.5))
-"""The default Harry's play: the rule's attack threshold lowered by U(0, 0.1) and one of
-the searches within 10% of the best information, both drawn from his private stream;
-as the models of an adversary who reads his own map gain weight, up to U(0, 0.3), 30%,
-an attack on any location within 0.25 of the top one (drawn in proportion to its
-occupancy) and a hesitation of 1/2 before a threshold attack."""
-
 MODE_PARAMS: dict[str, PlannerParams] = {
     "robust": PlannerParams(thresholds=(0.80, 0.60, 0.45, 0.35)),
     "aware": RANDOMISED,
-    "aware-fixed": PlannerParams(),
-    "aware-timing": PlannerParams(timing=0.05),
-    "aware-probe": replace(
-        RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
-    ),
-    "aware-exact": RANDOMISED,
-    "aware-race": RANDOMISED,
     "aware-copy": RANDOMISED,
-    "aware-charge": RANDOMISED,
-    "aware-models": replace(RANDOMISED, model_info=1.0),
-    "aware-lag": RANDOMISED,
 }
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,
@@ -589,8 +514,7 @@ class WindowPlannerHarry(PlannerHarry):
     * `fresh`: no forecast: the Harry who takes the oldest turn he recalls for the
       game's first (all charges left, no decoy planted).
 
-    `params` default to `REFERENCE_RULE`; other values serve experiments such as
-    `benchmarks/window_sensitivity.py`.
+    `params` default to `REFERENCE_RULE`; other values serve experiments.
 
     Decoy positions are not modelled (c_j starts at 0, as at turn 1): the planting rule
     follows the public evidence of the whole game, which he forgot. The predictive step
@@ -695,7 +619,7 @@ class SeedHeuristicHarry:
     description=(
         "exact Bayes map, information-gain searches, threshold attacks and the endgame, "
         "built for an adversary who reads Harry's map or code (:MODE, default aware-copy; "
-        "aware is the default before it; trigger|hazard|static|mixture|robust|...)"
+        "aware is the default before it; trigger|hazard|static|mixture|robust)"
     ),
 )
 def _planner(options: BrainOptions) -> PlannerHarry:

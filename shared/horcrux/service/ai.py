@@ -227,7 +227,9 @@ def make_brain(
     assert info.brain is not None
     rules = snapshot.state.rules
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
-    brain: Any = registry.create(info.brain, rules, for_seat=True, settings=dict(settings or {}))
+    brain: Any = registry.create(
+        info.brain, rules, for_seat=True, settings=dict(settings or {}), stored=True
+    )
     counts = counts if counts is not None else Counter()
     read = MemoryRead()
     if seat == "harry":

@@ -200,6 +200,11 @@ class SeatPublic(ServiceResponse):
     kind: Literal["human", "ai"]
     taken: bool
     brain: str | None = None
+    brain_used: str | None = Field(
+        default=None,
+        description="the brain that plays this seat when `brain` names a retired spec "
+        "(a stored seat of a removed planner mode plays the default planner); None: `brain`",
+    )
     name: str | None = Field(default=None, description="a person's display name, if given")
 
 

@@ -14,6 +14,7 @@ import hmac
 from typing import Any
 
 from horcrux import engine
+from horcrux.agents.base import HARRY_BRAINS, VOLDEMORT_BRAINS, Registry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Seat
 from horcrux.service.errors import NotOver, Unauthorized
@@ -133,6 +134,14 @@ def harry_belief(snapshot: GameSnapshot) -> BeliefResponse:
     )
 
 
+def _brain_used(registry: Registry[Any], spec: str | None) -> str | None:
+    """The spec that plays a seat whose stored `spec` is retired, else None."""
+    if spec is None:
+        return None
+    used = registry.resolve(spec)
+    return None if used == spec else used
+
+
 def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
     """The game as `seat` (None: a spectator) sees it, with its legal moves if it acts."""
     state = snapshot.state
@@ -141,6 +150,9 @@ def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
             kind=snapshot.seats[s].kind,
             taken=not snapshot.seats[s].free,
             brain=snapshot.seats[s].brain,
+            brain_used=_brain_used(
+                HARRY_BRAINS if s == "harry" else VOLDEMORT_BRAINS, snapshot.seats[s].brain
+            ),
             name=snapshot.seats[s].name,
         )
         for s in SEATS

@@ -13,17 +13,18 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from typing import Any
 
 from horcrux import engine, rng
-from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS, HarryBrain
+from horcrux.agents.planner import RANDOMISED, PlannerHarry, PlannerParams
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryMoved, PlantDecoy, Relocate, VoldemortMoved
-from horcrux.rules import preset
+from horcrux.rules import RuleSet, preset
 from horcrux.views import harry_view, voldemort_view
 from horcrux_tools.evaluation.metrics import (
     GameEvent,
@@ -65,6 +66,28 @@ VOLDEMORT_ADVERSARIES = (
 `delayed`, and the four that read Harry's belief (`shadow` a level-0 map of it,
 `shadow:0.5:aware-copy` the default planner's own map, `mirror` a copy of his brain, `ambush`
 mirror's trigger with what the planner does not model; `horcrux.agents.adversaries`)."""
+
+
+ABLATIONS: dict[str, PlannerParams] = {
+    "planner:aware-fixed": PlannerParams(),
+    "planner:aware-timing": PlannerParams(timing=0.05),
+    "planner:aware-probe": replace(
+        RANDOMISED, probe_min=0.25, probe_spare=1, probe_after=1, probe_weight=0.5
+    ),
+}
+"""The report's ablations of `planner:aware` (its models, other knobs), by row label: the
+deterministic rule alone, attacks timed below the belief-reacting models' trigger, and
+spare attacks spent as probes. Evaluation arms, not seat specs."""
+
+
+def make_harry(spec: str, rules: RuleSet, **kwargs: Any) -> HarryBrain:
+    """Harry's brain for a row: an ablation of `ABLATIONS`, else the registry's `spec`."""
+    params = ABLATIONS.get(spec)
+    if params is None:
+        return HARRY_BRAINS.create(spec, rules, **kwargs)
+    brain = PlannerHarry(rules, "aware", params)
+    brain.name = spec
+    return brain
 
 
 def image_name(prefix: str, voldemort: str) -> str:
@@ -144,9 +167,9 @@ def play_traced(
     holder = [state]
     if offline:
         with _offline():
-            brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0], settings=settings)
+            brain = make_harry(harry, rules, truth=lambda: holder[0], settings=settings)
     else:
-        brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0], settings=settings)
+        brain = make_harry(harry, rules, truth=lambda: holder[0], settings=settings)
     vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=lambda: holder[0])
     events: list[GameEvent] = [started]
     cal = [0.0, 0.0, 0.0, 0.0]
@@ -262,12 +285,14 @@ def run_grid(
 
 
 __all__ = [
+    "ABLATIONS",
     "BASELINE",
     "HARRY_ARCHITECTURES",
     "VOLDEMORT_ADVERSARIES",
     "GameRecord",
     "image_name",
     "jobs_for",
+    "make_harry",
     "play_traced",
     "run_grid",
     "system_tokens",

@@ -1,0 +1,37 @@
+"""The belief snapshot's codes: observation kinds and outcomes as bytes, the format's
+version, and the adversary models a snapshot names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horcrux.belief.catalogue import (
+    AdversaryModel,
+)
+
+_KIND_CODE = {"search": 0, "attack": 1, "reveal": 2}
+_OUTCOME_CODE = {
+    "positive": 0,
+    "negative": 1,
+    "destroyed": 2,
+    "decoy": 3,
+    "empty": 4,
+    "horcrux": 5,
+}
+_OUTCOMES = {v: k for k, v in _OUTCOME_CODE.items()}
+_KINDS = {v: k for k, v in _KIND_CODE.items()}
+_SNAPSHOT_VERSION = 1
+
+
+_RETIRED_FIELDS = {"lag": 0, "race_charge": 0.0}
+"""Fields of `AdversaryModel` that only retired modes set (`aware-lag`, `aware-charge`):
+a snapshot carrying them at these values restores; any other value is a ValueError."""
+
+
+def _model_of(saved: dict[str, Any]) -> AdversaryModel:
+    """The `AdversaryModel` a snapshot saved (`asdict`), its tuples restored."""
+    fields = dict(saved)
+    for name, default in _RETIRED_FIELDS.items():
+        if name in fields and fields.pop(name) != default:
+            raise ValueError(f"belief snapshot of a retired model ({name}={saved[name]!r})")
+    return AdversaryModel(**{**fields, "rule": tuple(fields.get("rule", ()))})
