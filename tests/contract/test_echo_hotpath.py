@@ -27,7 +27,7 @@ from horcrux.store.port import SeatInfo, hash_token
 from horcrux.store.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["memory", "dynamodb"])

@@ -330,7 +330,7 @@ def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
     from horcrux.evaluation.llm_report import render_section
 
     # the committed report: its JSON (keys sorted) renders the committed markdown again
-    root = Path(__file__).resolve().parent.parent / "docs"
+    root = Path(__file__).resolve().parents[2] / "docs"
     data = json.loads((root / "evaluation.json").read_text())
     llm_path = root / "llm-evaluation.json"
     llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
@@ -396,7 +396,7 @@ def test_figures_read_back_from_the_sorted_json_keep_the_runs_order() -> None:
     adversaries and architectures back in the run's order."""
     from horcrux.evaluation.report import in_adversary_order, in_architecture_order
 
-    root = Path(__file__).resolve().parent.parent / "docs"
+    root = Path(__file__).resolve().parents[2] / "docs"
     data = json.loads((root / "evaluation.json").read_text())
     assert list(data["results"]) == sorted(data["results"])  # as committed
     assert in_adversary_order(data) == data["meta"]["voldemort"]

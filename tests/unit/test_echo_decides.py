@@ -25,7 +25,7 @@ from horcrux.rules import CLASSIC
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux.views import HarryView, harry_view
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fresh() -> EchoMemory:

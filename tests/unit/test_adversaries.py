@@ -671,7 +671,7 @@ def test_model_information_is_where_the_models_disagree() -> None:
 
 
 def _benchmark(name: str) -> ModuleType:
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
