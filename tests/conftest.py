@@ -98,16 +98,11 @@ TIER_MARKS = {"system": ("server",), "infra": ("synth",)}
 """The older markers each tier's folder implies (`-m server`, `-m synth` still select them)."""
 SLOW_TESTS = {
     "test_compaction.py": {"test_a_corrupted_snapshot_is_repaired_from_the_events"},
-    "test_evaluation.py": {"test_evaluate_writes_markdown_json_and_png"},
     "test_gated.py": {"test_l1_context_is_within_budget_at_every_turn_of_200_games"},
-    "test_memory_context.py": {"test_estimate_monotone_in_length"},
-    "test_planner.py": {
-        "test_endgame_wins_where_thresholds_alone_run_out_of_turns",
-        "test_snapshot_round_trip_gives_identical_decisions",
-    },
 }
 """Slow tests of files whose other tests are fast (a file's own `pytest.mark.slow` works
-too). A name here that its file no longer has is a collection error, not a silent pass."""
+too). A name here that its file no longer has is a collection error, not a silent pass; a
+slow test in tests/unit is one too (the unit tier is the fast one)."""
 MOTO_FIXTURES = {"dynamo", "secrets"}
 """Fixtures that open `mock_aws` (and the fixtures built on them)."""
 MOTO_PARAMS = {"store": "dynamodb"}
@@ -134,6 +129,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         seen.setdefault(file, set()).add(name)
         if name in SLOW_TESTS.get(file, ()):
             item.add_marker("slow")
+        if tier == "unit" and item.get_closest_marker("slow") is not None:
+            raise pytest.UsageError(f"{item.nodeid} is marked slow: it belongs outside tests/unit")
         params = getattr(item, "callspec", None)
         on_moto = MOTO_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
             params is not None and params.params.get(name) == value

@@ -257,53 +257,6 @@ def test_traced_game_matches_the_simulator() -> None:
         )
 
 
-def test_evaluate_writes_markdown_json_and_png(tmp_path: Path) -> None:
-    from horcrux.cli import main
-
-    out = tmp_path / "ev"
-    code = main(
-        [
-            "evaluate",
-            "--games",
-            "6",
-            "--harry",
-            "naive,planner,gated",
-            "--voldemort",
-            "reference",
-            "--workers",
-            "1",
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
-    )
-    assert code == 0
-    data = json.loads((out / "evaluation.json").read_text())
-    assert set(data) == set(report_mod.REPORT_KEYS)
-    row = data["results"]["reference"]["gated"]
-    for key in (
-        "win_rate",
-        "ci_low",
-        "ci_high",
-        "diff_vs_planner",
-        "mean_turns_to_win",
-        "wasted_attacks",
-        "mean_destroyed",
-        "calibration",
-        "decisions",
-        "failures",
-    ):
-        assert key in row
-    assert set(row["failures"]) == {"stale", "retrieval", "overload", "decay"}
-    assert data["results"]["reference"]["naive"]["calibration"] is None
-    assert data["llm"]["run"] is False
-    assert "not run" in data["llm"]["note"]
-    md = (out / "EVALUATION.md").read_text()
-    assert "6 games per architecture" in md and "## A real model plays\n\nNot run here" in md
-    pngs = sorted(p.name for p in (out / "img").glob("*.png"))
-    assert {"win-rates.png", "entropy-race-reference.png", "tokens-by-tier.png"} <= set(pngs)
-
-
 def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -> None:
     from horcrux.evaluation.plots import window_curve
 
