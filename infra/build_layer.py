@@ -25,7 +25,7 @@ benchmark import every handler in a clean interpreter of it from that copy.
 `horcrux` is built as a wheel (`pip wheel`, setuptools, from a clean copy of pyproject.toml
 and shared/, so nothing stale ships) and installed with `pip install --no-deps`, then the
 tool modules (CLI, local server, evaluation, self-play, seasons) are removed from it and from
-its RECORD: a Lambda never imports them (tests/test_layer.py walks the handlers' imports).
+its RECORD: a Lambda never imports them (tests/infra/test_layer.py walks the handlers' imports).
 
 The locked wheels are installed once per lock and platform (a stamp holds their hash); the
 `horcrux` wheel is rebuilt when its sources change, so `cdk synth` always ships the current
@@ -84,8 +84,8 @@ TOOL_MODULES = (
 
 PRUNE_DIRS = frozenset({"__pycache__", "tests"})
 # numpy/random (3.8 MB) too: numpy imports it lazily, on first use, and horcrux never does (its
-# randomness is `horcrux.rng`; tests/test_layer.py checks the source and plays the planner from
-# the pruned layer). Without it the core layer stays under the 50 MiB goal.
+# randomness is `horcrux.rng`; tests/infra/test_layer.py checks the source and plays the planner
+# from the pruned layer). Without it the core layer stays under the 50 MiB goal.
 PRUNE_PATHS = (
     "bin",
     "numpy/f2py",
@@ -105,7 +105,7 @@ def host_python() -> str:
 
     `HORCRUX_LAYER_PYTHON` if set, else this interpreter if it is 3.13, else `python3.13` on
     PATH or under pyenv. The host layer is installed for it and the clean-import checks run
-    with it (tests/test_layer.py, benchmarks/bench_infra.py)."""
+    with it (tests/infra/test_layer.py, benchmarks/bench_infra.py)."""
     override = os.environ.get(HOST_PYTHON_ENV, "").strip()
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = (
