@@ -18,6 +18,7 @@ help:
 	@echo "make serve      the game in the browser and the HTTP API on http://127.0.0.1:$(PORT)/, DynamoDB from moto"
 	@echo "make demo       replay one game turn by turn and simulate $(GAMES) games"
 	@echo "make test       set up, then lint (ruff), type-check (mypy) and run the tests (pytest)"
+	@echo "make unit       the fast tier only (tests/unit, under 30 s; prints its wall time)"
 	@echo "make bench      print the benchmarks' figures"
 	@echo "make soak       10,000 requests at concurrency 16 against horcrux serve (REQUESTS=, CONCURRENCY=)"
 	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
@@ -78,18 +79,21 @@ pytest: venv model
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
-# the fast tier (make unit, under 30 s): no CDK synth or layer build, no server process,
-# no moto, no slow test; the markers are in pyproject.toml, tests/conftest.py applies them
+# the fast tier (make unit, under 30 s): tests/unit, pure in-process logic (tests/README.md);
+# it prints its own wall time. The other tiers are folders too: tests/{contract,integration,
+# system,infra}
 .PHONY: unit
 unit: venv
-	@$(BIN)/pytest -m "not (synth or server or moto or slow or model)"; rc=$$?; \
+	@start=$$(date +%s%N); $(BIN)/pytest tests/unit; rc=$$?; \
+	ms=$$(( ($$(date +%s%N) - start) / 1000000 )); \
+	echo "make unit: $$((ms / 1000)).$$((ms % 1000 / 100)) s wall (the tier's budget: 30 s)"; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
 # the browser tests' screenshots (lobby, both seats, the replays) and figures into docs/img/web
 .PHONY: screenshots
 screenshots: venv model
-	HORCRUX_WEB_SHOTS=docs/img/web $(BIN)/pytest -q tests/test_web.py
+	HORCRUX_WEB_SHOTS=docs/img/web $(BIN)/pytest -q tests/system/test_web.py
 
 bench: venv model
 	@for script in benchmarks/bench_*.py; do \

@@ -27,8 +27,8 @@ and shared/horcrux, so nothing stale ships) and installed with `pip install --no
 that wheel's folder (by name, not path: pip records no build path), exactly as built: nothing
 is removed after the fact. The tools (CLI, local server, evaluation, self-play, seasons) are
 another distribution (`horcrux-tools`, tools/), so the layer holds none of them by
-construction; tests/test_layer.py imports every module of the layer's `horcrux` in a clean
-interpreter and tests/test_imports.py checks that no runtime module imports a tool.
+construction; tests/infra/test_layer.py imports every module of the layer's `horcrux` in a clean
+interpreter and tests/integration/test_imports.py checks that no runtime module imports a tool.
 
 The locked wheels are installed once per lock and platform (a stamp holds their hash); the
 `horcrux` wheel is rebuilt when its sources change, so `cdk synth` always ships the current
@@ -76,7 +76,7 @@ DEV_PYTHON = "3.11"  # the oldest Python the project supports (pyproject's requi
 
 PRUNE_DIRS = frozenset({"__pycache__", "tests"})
 # numpy/random (3.8 MB) too: numpy imports it lazily, on first use, and horcrux never does (its
-# randomness is `horcrux.rng`; tests/test_layer.py checks the source and plays the planner from
+# randomness is `horcrux.rng`; tests/infra/test_layer.py checks the source and plays the planner from
 # the pruned layer). Without it the core layer stays under the 50 MiB goal.
 PRUNE_PATHS = (
     "bin",
@@ -97,7 +97,7 @@ def host_python() -> str:
 
     `HORCRUX_LAYER_PYTHON` if set, else this interpreter if it is 3.13, else `python3.13` on
     PATH or under pyenv. The host layer is installed for it and the clean-import checks run
-    with it (tests/test_layer.py, benchmarks/bench_infra.py)."""
+    with it (tests/infra/test_layer.py, benchmarks/bench_infra.py)."""
     override = os.environ.get(HOST_PYTHON_ENV, "").strip()
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = (

@@ -6,7 +6,7 @@ urllib3). `python3.13 -I -S` ignores PYTHON* variables, the user's and the virtu
 environment's site-packages, so nothing else can be imported. The layers are the host build
 (`build/layer-host`, infra/build_layer.py --host): the same locks, installed for a CPython
 3.13 on this machine (`build_layer.host_python()`, the runtime's version); boto3 is this
-environment's (pure Python). Used by tests/test_layer.py and benchmarks/bench_infra.py.
+environment's (pure Python). Used by tests/infra/test_layer.py and benchmarks/bench_infra.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Shared test helpers: states with known truth and seeds with known dice; the test tiers.
 
-Tiers (markers registered in pyproject.toml, applied here by file and by fixture, or in
-the test files): `synth` (the CDK app synthesised, the Lambda layers built), `server` (a
-`horcrux serve` process over HTTP, its moto server inside), `moto` (boto3 against moto in
-process), `slow` (a second or more on its own). `make unit` runs the rest, `make test` all.
+The tiers are folders (tests/README.md has the rule for each); a test's folder is its tier,
+applied here as a marker of the folder's name (`unit`, `contract`, `integration`, `system`,
+`infra`, registered in pyproject.toml). The older markers still work: `synth` is the infra
+folder, `server` the system folder, `moto` any test on a moto fixture (below), `slow` a
+test's own mark (a second or more on its own), `model` a test's own mark (the real local
+model server). `make unit` runs tests/unit, `make test` every folder.
 """
 
 from __future__ import annotations
@@ -89,42 +91,46 @@ def standard() -> RuleSet:
 
 
 # ---------------------------------------------------------------- tiers
-FILE_MARKS = {
-    "test_infra.py": "synth",
-    "test_layer.py": "synth",
-    "test_local.py": "server",
-    "test_web.py": "server",
-}
-"""Whole files of one tier."""
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "contract", "integration", "system", "infra")
+"""The tier folders under tests/, fastest first."""
+TIER_MARKS = {"system": ("server",), "infra": ("synth",)}
+"""The older markers each tier's folder implies (`-m server`, `-m synth` still select them)."""
 SLOW_TESTS = {
     "test_compaction.py": {"test_a_corrupted_snapshot_is_repaired_from_the_events"},
-    "test_evaluation.py": {"test_evaluate_writes_markdown_json_and_png"},
     "test_gated.py": {"test_l1_context_is_within_budget_at_every_turn_of_200_games"},
-    "test_memory_context.py": {"test_estimate_monotone_in_length"},
-    "test_planner.py": {
-        "test_endgame_wins_where_thresholds_alone_run_out_of_turns",
-        "test_snapshot_round_trip_gives_identical_decisions",
-    },
 }
 """Slow tests of files whose other tests are fast (a file's own `pytest.mark.slow` works
-too). A name here that its file no longer has is a collection error, not a silent pass."""
+too). A name here that its file no longer has is a collection error, not a silent pass; a
+slow test in tests/unit is one too (the unit tier is the fast one)."""
 MOTO_FIXTURES = {"dynamo", "secrets"}
 """Fixtures that open `mock_aws` (and the fixtures built on them)."""
 MOTO_PARAMS = {"store": "dynamodb"}
 """Fixtures parametrized over both adapters: the DynamoDB variant runs on moto."""
 
 
+def tier_of(path: Path) -> str:
+    """The tier of a test file: the tier folder it sits in under tests/."""
+    parts = path.resolve().relative_to(TESTS).parts
+    if len(parts) < 2 or parts[0] not in TIERS:
+        raise pytest.UsageError(f"{path}: a test file belongs in a tier folder {TIERS}")
+    return parts[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     seen: dict[str, set[str]] = {}
     for item in items:
-        file = Path(str(item.path)).name
+        path = Path(str(item.path))
+        tier = tier_of(path)
+        for mark in (tier, *TIER_MARKS.get(tier, ())):
+            item.add_marker(mark)
+        file = path.name
         name = getattr(item, "originalname", item.name)
         seen.setdefault(file, set()).add(name)
-        mark = FILE_MARKS.get(file)
-        if mark is not None:
-            item.add_marker(mark)
         if name in SLOW_TESTS.get(file, ()):
             item.add_marker("slow")
+        if tier == "unit" and item.get_closest_marker("slow") is not None:
+            raise pytest.UsageError(f"{item.nodeid} is marked slow: it belongs outside tests/unit")
         params = getattr(item, "callspec", None)
         on_moto = MOTO_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
             params is not None and params.params.get(name) == value

@@ -3,10 +3,11 @@
 In AWS the key lives in a Secrets Manager secret (the CDK stack creates it holding the
 placeholder `unset`; `docs/DEPLOY.md` sets it) and the functions that may build an LLM brain
 get its ARN in `HORCRUX_ANTHROPIC_SECRET_ARN` (an ARN or a name), read once at cold start
-into `horcrux.settings.SecretSettings`. `load_anthropic_key(settings)`, called when a brain
-is built, reads the secret through Powertools parameters, cached in the process for
-`HORCRUX_SECRET_MAX_AGE` seconds (default 300: a new key reaches warm functions within five
-minutes), and returns the key; the service passes it to the brain factory as
+into `horcrux.settings.SecretSettings`. A function's `AnthropicKey(settings)`, called when a
+brain is built, reads the secret through Powertools parameters (`load_anthropic_key` is one
+uncached read), keeps the key for `HORCRUX_SECRET_MAX_AGE` seconds of its clock (default 300:
+a new key reaches warm functions within five minutes; `time.monotonic` unless the caller
+injects one), and returns it; the service passes it to the brain factory as
 `settings["api_key"]`. A secret that holds no key (`unset`, blank) means no key, and a secret
 that cannot be read (permissions, throttling) keeps the last value: without a key the
 planner plays, as locally. Without a secret (local play, tests) the key is the
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,31 +57,54 @@ def key_from_secret(value: Any) -> str | None:
 def load_anthropic_key(settings: SecretSettings, *, last: str | None = None) -> str | None:
     """The Anthropic key: the configured secret's, else the key the settings were given.
 
-    At most one Secrets Manager call per `settings.max_age_s` seconds per process
-    (Powertools' cache). Never raises for a secret that cannot be read: the error is logged
-    and `last` (the last key known) is returned, so a turn still plays (with the planner
-    if there never was a key). Nothing is written to the environment.
+    One Secrets Manager call, uncached (`AnthropicKey` is the cache). Never raises for a
+    secret that cannot be read: the error is logged and `last` (the last key known) is
+    returned, so a turn still plays (with the planner if there never was a key). Nothing is
+    written to the environment.
     """
     if not settings.secret_id:
         return settings.api_key
+    read, key = _read(settings.secret_id)
+    return key if read else last
+
+
+def _read(secret_id: str) -> tuple[bool, str | None]:
+    """(True, the key the secret holds now) from one GetSecretValue, Powertools' cache
+    bypassed; (False, None), logged, when the secret cannot be read."""
     try:
         from aws_lambda_powertools.utilities.parameters import get_secret
 
-        value: Any = get_secret(settings.secret_id, max_age=settings.max_age_s)
+        value: Any = get_secret(secret_id, force_fetch=True, max_age=0)
     except Exception:
-        log.warning("could not read the Anthropic secret %s", settings.secret_id, exc_info=True)
-        return last
-    return key_from_secret(value)
+        log.warning("could not read the Anthropic secret %s", secret_id, exc_info=True)
+        return False, None
+    return True, key_from_secret(value)
 
 
 class AnthropicKey:
-    """A function's key source: `key()` per invocation, remembering the last good read."""
+    """A function's key source: `key()` per invocation, remembering the last good read.
 
-    def __init__(self, settings: SecretSettings) -> None:
+    With a secret configured, at most one Secrets Manager call per `settings.max_age_s`
+    seconds of `clock` (monotonic seconds; tests inject their own). A read that fails is
+    not remembered: the last good key is returned and the next call reads again.
+    """
+
+    def __init__(
+        self, settings: SecretSettings, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.settings = settings
+        self.clock = clock
         self._last: str | None = settings.api_key if not settings.secret_id else None
+        self._read_at: float | None = None
 
     def __call__(self) -> str | None:
-        key = load_anthropic_key(self.settings, last=self._last)
-        self._last = key
-        return key
+        secret_id = self.settings.secret_id
+        if not secret_id:
+            return self.settings.api_key
+        now = self.clock()
+        if self._read_at is not None and now - self._read_at < self.settings.max_age_s:
+            return self._last
+        read, key = _read(secret_id)
+        if read:
+            self._last, self._read_at = key, now
+        return self._last

@@ -24,7 +24,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "eval": ("matplotlib",),
     "llm": ("anthropic",),
 }
-"""The top-level modules each extra of tools/pyproject.toml brings (tests/test_layer.py)."""
+"""The top-level modules each extra of tools/pyproject.toml brings (tests/infra/test_layer.py)."""
 
 
 def missing_modules(modules: tuple[str, ...]) -> list[str]:

@@ -89,7 +89,7 @@ def rebuilt_from_view(brain: Any) -> bool:
 
     The planners' whole state is a pure function of their seat's view: a fresh one synced
     to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
-    (`tests/test_service.py` proves it), so their snapshot is not stored. Any other brain
+    (`tests/unit/test_service.py` proves it), so their snapshot is not stored. Any other brain
     with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
     from horcrux.agents.planner import PlannerHarry
 

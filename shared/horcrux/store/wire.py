@@ -13,7 +13,7 @@ indexes, the counters, the allies' rest and uses, winner, end reason, and Harry'
 action's location indexes, one byte per observation: kind, outcome, sensor, and a flag for
 a location other than the action's). The compact tables (`ACTIONS`, `KINDS`, `OUTCOMES`,
 `SENSORS`, `PHASES`, `WINNERS`) name by index every value those bytes can hold; they are
-append-only, and tests/test_item_sizes.py checks that they cover every action type and
+append-only, and tests/unit/test_item_sizes.py checks that they cover every action type and
 every literal field of `horcrux.models` a state can hold.
 
 `bpt` (a belief point, `POINT_FORMATS`): 0x01, 8-20 bytes. `bhist` (a whole belief

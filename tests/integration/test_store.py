@@ -584,7 +584,7 @@ def test_the_client_is_created_lazily(aws_env: None) -> None:
 
 
 def test_only_the_dynamodb_adapter_imports_boto3() -> None:
-    root = pathlib.Path(__file__).resolve().parents[1] / "shared" / "horcrux"
+    root = pathlib.Path(__file__).resolve().parents[2] / "shared" / "horcrux"
     users = sorted(
         str(p.relative_to(root))
         for p in root.rglob("*.py")

@@ -2,8 +2,8 @@
 llama.cpp's `llama-server` running SmolLM2-135M-Instruct on this machine.
 
 Needs `horcrux model build` first (.ci/run does it; the cache is reused); without the cache
-these tests fail and say so. tests/test_llm_backends.py covers the failure paths against a
-fake endpoint.
+these tests fail and say so. tests/integration/test_llm_backends.py covers the failure paths
+against a fake endpoint.
 """
 
 from __future__ import annotations

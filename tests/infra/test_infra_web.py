@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 for entry in (ROOT / "shared", ROOT):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))

@@ -1,6 +1,6 @@
 """Backend profiles, the candidates tool, whole-prompt counts and decision traces, through
 the real anthropic SDK against the local fake Messages endpoint (the failure paths and the
-exact requests); tests/test_llm_local.py drives a real local model."""
+exact requests); tests/system/test_llm_local.py drives a real local model."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _soak_module() -> ModuleType:

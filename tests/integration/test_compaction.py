@@ -45,7 +45,7 @@ from horcrux.store.results import (
 from horcrux_tools import sim
 from horcrux_tools.selfplay import play_to_end, start_game
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000.0
 DAY = 86400
 AI_SEATS: dict[Any, SeatInfo] = {

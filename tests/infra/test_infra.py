@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 for entry in (ROOT / "shared", ROOT):  # horcrux and infra/, as app.py puts them
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))

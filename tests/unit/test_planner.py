@@ -108,18 +108,6 @@ def test_endgame_attacks_once_attacks_cover_every_turn_left(
     assert isinstance(plan(belief, view, REFERENCE_RULE).move, Search)
 
 
-def test_endgame_wins_where_thresholds_alone_run_out_of_turns() -> None:
-    # the same trigger filter with and without the endgame: without it, Harry keeps
-    # searching for certainty that a random or passive Voldemort never lets him reach
-    # (seeds 0-149: 89 against 59 wins vs random, 88 against 65 vs passive)
-    for voldemort in ("random", "passive"):
-        wins = {
-            spec: sum(play_game(CLASSIC, s, spec, voldemort).winner == "harry" for s in range(150))
-            for spec in ("planner:trigger", "planner-window:full")
-        }
-        assert wins["planner:trigger"] >= wins["planner-window:full"] + 15, (voldemort, wins)
-
-
 def test_searches_the_most_informative_location() -> None:
     # q = 0.5 is where a (0.80, 0.15) search says the most; 0.99 and 0.01 say little
     m = [(3 - 0.99 - 0.99 - 0.45) / 12] * 15
@@ -195,13 +183,6 @@ def _play_with_restore(rules: RuleSet, seed: int, every: int) -> tuple[list[Any]
                     state, vold.decide(voldemort_view(state), rng.stream(seed, "v", state.turn))
                 )
     return moves[0], moves[1]
-
-
-@pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=lambda r: r.name)
-def test_snapshot_round_trip_gives_identical_decisions(rules: RuleSet) -> None:
-    for seed in range(6):
-        straight, restored = _play_with_restore(rules, seed, every=1 + seed % 3)
-        assert straight == restored
 
 
 def test_snapshot_keeps_the_endgame_and_an_older_snapshot_plays_without_it() -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

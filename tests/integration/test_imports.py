@@ -33,7 +33,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "shared"
 TOOLS = REPO / "tools"
 

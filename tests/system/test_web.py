@@ -35,7 +35,7 @@ from horcrux.rules import STANDARD
 from horcrux_tools.local.client import ApiError, HorcruxClient
 from horcrux_tools.local.harness import ServeProcess, get_json
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("HORCRUX_WEB_SHOTS") or ROOT / "build" / "web-shots")
 """Where the screenshots and figures go: build/web-shots/ (ignored) on every run, so a test
 run leaves the checkout clean; `make screenshots` writes them to docs/img/web/."""

@@ -28,7 +28,7 @@ from horcrux_tools import sim
 from horcrux_tools.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["memory", "dynamodb"])

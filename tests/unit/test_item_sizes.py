@@ -16,17 +16,14 @@ from __future__ import annotations
 import random
 from typing import Any, Literal, get_args, get_origin
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from horcrux import engine, rng
-from horcrux.agents import VOLDEMORT_BRAINS
+from horcrux import engine
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.agents.planner import PlannerHarry
-from horcrux.belief.bayes import MODES
 from horcrux.decisions import DecisionNote
 from horcrux.models import (
     Ally,
@@ -58,7 +55,6 @@ from horcrux.store import (
     SeatInfo,
     capacity,
     mapping,
-    read_log,
     wire,
 )
 from horcrux.store.port import TurnEvent, merge_history, new_snapshot
@@ -379,33 +375,6 @@ def play_kind(rules: str, harry: str, voldemort: str, seed: int) -> tuple[SizedS
     return store, gid
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("rules", "harry", "voldemort"), GAME_KINDS)
-def test_the_snapshot_and_the_event_stay_under_one_kb_at_every_turn(
-    rules: str, harry: str, voldemort: str
-) -> None:
-    for seed in (1, 2):
-        store, gid = play_kind(rules, harry, voldemort, seed)
-        items = store.raw_items(gid)
-        started = items[1]
-        assert started["type"] == {"S": "game_started"}
-        assert capacity.item_size(started) < ONE_KB
-        assert store.sizes and store.sizes[0][0] == 1
-        for turn, seat, snap_bytes, event_bytes in store.sizes:
-            where = f"seed {seed} turn {turn} {seat}: snapshot {snap_bytes} event {event_bytes}"
-            assert snap_bytes < ONE_KB and event_bytes < ONE_KB, where
-            assert capacity.read_units(snap_bytes) == 1.0, where
-            units = capacity.write_units(snap_bytes, transactional=True) + capacity.write_units(
-                event_bytes, transactional=True
-            )
-            assert units == 4.0, where
-        if harry.startswith("ai:planner"):  # a point per Harry move, in the log
-            history = read_log(store, gid)[1]
-            harry_turns = [t for t, s, _, _ in store.sizes if s == "harry"]
-            assert [p.turn for p in history] == harry_turns
-            assert "harry" not in store.load(gid).beliefs
-
-
 def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
     store, _ = play_kind("standard", "human", "ai:reference", 3)
     turns = [t for t, _, _, _ in store.sizes]
@@ -413,38 +382,6 @@ def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
 
 
 # ---------------------------------------------------------------- the planner: rebuilt == restored
-@pytest.mark.slow
-@pytest.mark.parametrize("rules", [CLASSIC, STANDARD], ids=["classic", "standard"])
-@pytest.mark.parametrize("mode", MODES)
-def test_the_planner_rebuilt_from_its_view_decides_as_the_restored_one(
-    rules: RuleSet, mode: str
-) -> None:
-    voldemort = VOLDEMORT_BRAINS.create("reference", rules)
-    decisions = 0
-    for seed in range(3):
-        state, _ = engine.new_game(rules, seed)
-        blob = PlannerHarry(rules, mode).snapshot()
-        while not state.over:
-            if state.phase == "voldemort":
-                move: AnyAction = voldemort.decide(
-                    voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
-                )
-            else:
-                view = harry_view(state)
-                restored = PlannerHarry.restore(rules, blob)  # the old path: blob per turn
-                restored.sync(view)
-                rebuilt = PlannerHarry(rules, mode)  # the new path: nothing stored
-                rebuilt.sync(view)
-                assert np.array_equal(restored.belief.marginals(), rebuilt.belief.marginals())
-                assert restored.belief.entropy() == rebuilt.belief.entropy()
-                move = restored.choose(view).move
-                assert rebuilt.choose(view).move == move, f"seed {seed} turn {state.turn}"
-                blob = restored.snapshot()
-                decisions += 1
-            state, _ = engine.apply(state, move)
-    assert decisions >= 30
-
-
 def test_the_service_stores_no_planner_blob_and_drops_a_stale_one() -> None:
     store = MemoryStore()
     service = GameService(store)

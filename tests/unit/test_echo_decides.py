@@ -25,7 +25,7 @@ from horcrux.views import HarryView, harry_view
 from horcrux_tools.echo.ablation import BEGIN, END, paired, render_section, run_ablation
 from horcrux_tools.echo.season import play, run_season
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fresh() -> EchoMemory:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
+from conftest import Clock
 from moto import mock_aws
 
 from horcrux.agents import HARRY_BRAINS, BrainOptions
@@ -75,20 +75,51 @@ def test_the_key_is_returned_for_the_brain_factory_and_never_exported(
 def test_the_secret_is_read_once_per_max_age(monkeypatch: pytest.MonkeyPatch, secrets: Any) -> None:
     secrets.create_secret(Name=NAME, SecretString="sk-first")
     # a name works as well as an ARN
-    settings = SecretSettings.from_env({SECRET_ENV: NAME, MAX_AGE_ENV: "1"})
-    source = AnthropicKey(settings)
+    settings = SecretSettings.from_env({SECRET_ENV: NAME, MAX_AGE_ENV: "300"})
+    clock = Clock(100.0)
+    source = AnthropicKey(settings, clock=clock)
     calls: list[str] = []
     assert source() == "sk-first"
     client = parameters.base.DEFAULT_PROVIDERS["secrets"].client
     client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
     secrets.put_secret_value(SecretId=NAME, SecretString="sk-second")
-    for _ in range(5):
+    for now in (100.0, 200.0, 399.999):
+        clock.now = now
         assert source() == "sk-first"
-    assert calls == []  # served from the cache
-    time.sleep(1.05)  # the cache's own clock: max_age is whole seconds
+    assert calls == []  # served from the cache for max_age seconds of its clock
+    clock.now = 400.0
     assert source() == "sk-second"  # expired: read once more
     assert calls == ["GetSecretValue"]
+    clock.now = 699.0
+    assert source() == "sk-second"  # cached again from the new read
+    assert calls == ["GetSecretValue"]
     assert API_KEY_ENV not in os.environ
+
+
+def test_a_failed_read_keeps_the_last_key_and_is_retried_next_call(
+    monkeypatch: pytest.MonkeyPatch, secrets: Any
+) -> None:
+    secrets.create_secret(Name=NAME, SecretString="sk-first")
+    clock = Clock(0.0)
+    source = AnthropicKey(
+        SecretSettings.from_env({SECRET_ENV: NAME, MAX_AGE_ENV: "60"}), clock=clock
+    )
+    assert source() == "sk-first"
+    secrets.delete_secret(SecretId=NAME, ForceDeleteWithoutRecovery=True)
+    clock.now = 60.0
+    assert source() == "sk-first"  # unreadable: the last good key
+    secrets.create_secret(Name=NAME, SecretString="sk-back")
+    assert source() == "sk-back"  # the failure was not cached: read again at once
+
+
+def test_max_age_zero_reads_every_call(monkeypatch: pytest.MonkeyPatch, secrets: Any) -> None:
+    secrets.create_secret(Name=NAME, SecretString="sk-first")
+    source = AnthropicKey(
+        SecretSettings.from_env({SECRET_ENV: NAME, MAX_AGE_ENV: "0"}), clock=Clock(5.0)
+    )
+    assert source() == "sk-first"
+    secrets.put_secret_value(SecretId=NAME, SecretString="sk-second")
+    assert source() == "sk-second"  # the same instant, yet read again
 
 
 @pytest.mark.parametrize("value", [PLACEHOLDER, "  ", json.dumps({"other": 1})])

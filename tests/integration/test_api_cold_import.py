@@ -15,7 +15,7 @@ import pytest
 
 from horcrux.lazy import LazyModule, lazy_import
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 
 NOT_AT_COLD_START = (
