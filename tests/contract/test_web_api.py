@@ -100,6 +100,7 @@ def test_a_join_without_a_body_still_works(app: Any) -> None:
         "kind": "human",
         "taken": True,
         "brain": None,
+        "brain_used": None,
         "name": None,
     }
 
