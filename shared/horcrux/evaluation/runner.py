@@ -3,7 +3,7 @@
 Game g of every pair uses seed `seed + g` (paired: the placement and the dice are the
 same for every architecture). `play_traced` is the one game loop (`horcrux.play.play`, the
 same engine calls and RNG streams as `horcrux.sim.play_game`, so the same results) with a
-`Tracer` hook for what the report needs: the belief's calibration and entropy at each
+`GameTrace` hook for what the report needs: the belief's calibration and entropy at each
 decision, the failure modes from the events, and per-decision tier and context tokens.
 Workers return compact `GameRecord`s.
 """
@@ -127,7 +127,7 @@ def system_tokens(rules_name: str) -> int:
     return estimate_tokens(harry_system_prompt(preset(rules_name)))
 
 
-class Tracer:
+class GameTrace:
     """The evaluation's hook on `horcrux.play.play`: after each step, the belief's
     calibration and entropy at Harry's decisions (and the tiers' contexts rendered on his
     view, if asked), the attacks wasted, the turns of Voldemort's relocations and decoys."""
@@ -179,7 +179,7 @@ def play_traced(
     offline: bool = True,
     sink: list[DecisionRecord] | None = None,
 ) -> GameRecord:
-    """Play one game like `sim.play_game` (`horcrux.play.play` with a `Tracer`) and
+    """Play one game like `sim.play_game` (`horcrux.play.play` with a `GameTrace`) and
     measure it; `sink` gets the brain's records."""
     start = time.perf_counter()
     rules = preset(rules_name)
@@ -187,14 +187,14 @@ def play_traced(
     with _offline() if offline else nullcontext():
         brain = HARRY_BRAINS.create(harry, rules, truth=game.truth, settings=settings)
     vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=game.truth)
-    tracer = Tracer(brain, contexts=contexts)
-    play.play(game, brain, vbrain, on_step=tracer)
+    trace = GameTrace(brain, contexts=contexts)
+    play.play(game, brain, vbrain, on_step=trace)
     state = game.state
     records: list[DecisionRecord] = list(decisions_of(brain))
     if sink is not None:
         sink.extend(records)
     decisions: list[tuple[str, int]] = [(d.tier, d.context_tokens) for d in records]
-    cal, cal_turns = tracer.cal, tracer.cal_turns
+    cal, cal_turns = trace.cal, trace.cal_turns
     return GameRecord(
         harry=harry,
         voldemort=voldemort,
@@ -202,15 +202,15 @@ def play_traced(
         win=state.winner == "harry",
         turns=state.turn,
         destroyed=state.destroyed,
-        wasted_decoy=tracer.wasted["decoy"],
-        wasted_empty=tracer.wasted["empty"],
+        wasted_decoy=trace.wasted["decoy"],
+        wasted_empty=trace.wasted["empty"],
         failures=failure_modes(game.events, decisions, system_tokens=system_tokens(rules_name)),
         calibration=(cal[0], cal[1], cal[2], cal[3], cal_turns) if cal_turns else None,
-        entropy=tracer.entropy,
-        relocations=tracer.relocations,
-        decoys=tracer.decoys,
+        entropy=trace.entropy,
+        relocations=trace.relocations,
+        decoys=trace.decoys,
         decisions=decisions,
-        contexts=tracer.rendered if contexts else {},
+        contexts=trace.rendered if contexts else {},
         seconds=time.perf_counter() - start,
     )
 
@@ -271,7 +271,7 @@ __all__ = [
     "HARRY_ARCHITECTURES",
     "VOLDEMORT_ADVERSARIES",
     "GameRecord",
-    "Tracer",
+    "GameTrace",
     "image_name",
     "jobs_for",
     "play_traced",
