@@ -2,8 +2,9 @@
 
 Against moto in process (no network), the Lambda handlers exactly as deployed:
 `lambdas/api/handler.py` fed API Gateway v2 events built by the local adapter
-(`horcrux_tools.local.server.api_gateway_event`), and `lambdas/{harry,voldemort}_turn/handler.py`
-fed the stream record of the event that asks for the AI's turn.
+(`horcrux_tools.local.server.api_gateway_event`), and `lambdas/ai_turn/handler.py` (once per
+seat, `HORCRUX_SEAT` set as the stack sets it) fed the stream record of the event that
+asks for the AI's turn.
 
 * Games A: a person as Harry (searches round the board, never attacks: 50 turns) through
   `POST /games/{id}/moves`, against AI Voldemort `reference` (the Voldemort turn Lambda).
@@ -67,19 +68,25 @@ _METRICS = Metrics()  # shares its metric set with the handlers' Metrics
 P99_BUDGET_MS = 100.0
 
 
-def load(name: str) -> ModuleType:
+def load(name: str, seat: str | None = None) -> ModuleType:
+    """lambdas/<name>/handler.py, imported with HORCRUX_SEAT=`seat` if given."""
     path = ROOT / "lambdas" / name / "handler.py"
-    spec = importlib.util.spec_from_file_location(f"bench_{name}_handler", path)
+    spec = importlib.util.spec_from_file_location(f"bench_{name}_{seat}_handler", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if seat is not None:
+        os.environ["HORCRUX_SEAT"] = seat
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.pop("HORCRUX_SEAT", None)
     return module
 
 
 class Bench:
     def __init__(self) -> None:
         self.api = load("api")
-        self.turn = {"harry": load("harry_turn"), "voldemort": load("voldemort_turn")}
+        self.turn = {"harry": load("ai_turn", "harry"), "voldemort": load("ai_turn", "voldemort")}
         self.stores: dict[str, DynamoDbStore] = {
             "api": self.api.store,
             "harry": self.turn["harry"].service.store,

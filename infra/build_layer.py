@@ -76,8 +76,8 @@ DEV_PYTHON = "3.11"  # the oldest Python the project supports (pyproject's requi
 
 PRUNE_DIRS = frozenset({"__pycache__", "tests"})
 # numpy/random (3.8 MB) too: numpy imports it lazily, on first use, and horcrux never does (its
-# randomness is `horcrux.rng`; tests/infra/test_layer.py checks the source and plays the planner from
-# the pruned layer). Without it the core layer stays under the 50 MiB goal.
+# randomness is `horcrux.rng`; tests/infra/test_layer.py checks the source and plays the planner
+# from the pruned layer). Without it the core layer stays under the 50 MiB goal.
 PRUNE_PATHS = (
     "bin",
     "numpy/f2py",

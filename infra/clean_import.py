@@ -115,7 +115,12 @@ def import_handler(
         command += ["-X", "importtime"]
     entry = spec.handler.rsplit(".", 1)[1]
     command += ["-c", PROBE, json.dumps(path), entry]
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **FAKE_AWS_ENV, **(env or {})}
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        **FAKE_AWS_ENV,
+        **dict(spec.environment),
+        **(env or {}),
+    }
     done = subprocess.run(
         command, capture_output=True, text=True, check=False, cwd=code, env=environment
     )

@@ -86,7 +86,11 @@ class HorcruxFunction(Construct):
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_s),
             layers=layers,
-            environment={names.ENV_METRICS_NAMESPACE: names.METRICS_NAMESPACE, **environment},
+            environment={
+                names.ENV_METRICS_NAMESPACE: names.METRICS_NAMESPACE,
+                **dict(spec.environment),
+                **environment,
+            },
             role=self.role,
             tracing=lambda_.Tracing.DISABLED,  # no X-Ray: docs/DEPLOY.md, Tracing
             logging_format=lambda_.LoggingFormat.JSON,

@@ -30,6 +30,7 @@ ENV_IDEMPOTENCY_TABLE: Final = "HORCRUX_IDEMPOTENCY_TABLE"
 ENV_SECRET: Final = "HORCRUX_ANTHROPIC_SECRET_ARN"
 ENV_TTL_DAYS: Final = "HORCRUX_TTL_DAYS"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_SEAT: Final = "HORCRUX_SEAT"  # the AI-turn function's seat (shared/horcrux/settings.py)
 # the /memory routes' operator token (shared/horcrux/operator_token.py; docs/DEPLOY.md): a
 # secret the stack owns (starting as `unset`: every call refused), holding only the token's
 # SHA-256; the API function gets its ARN. CloudFormation never rewrites a value the template
@@ -58,8 +59,9 @@ IDEMPOTENCY_TTL_ATTRIBUTE: Final = "expiration"
 METRICS_NAMESPACE: Final = "HorcruxHunt"
 COMPACTION_SERVICE: Final = "compaction"  # Powertools' `service` dimension of its metrics
 REPLAY_MISMATCH_METRIC: Final = "ReplayMismatch"
-HARRY_TURN_SERVICE: Final = "horcrux-harry-turn"  # lambdas/harry_turn/handler.py
-VOLDEMORT_TURN_SERVICE: Final = "horcrux-voldemort-turn"  # lambdas/voldemort_turn/handler.py
+# both AI-turn functions run lambdas/ai_turn/handler.py, whose `service` is chosen by seat
+HARRY_TURN_SERVICE: Final = "horcrux-harry-turn"
+VOLDEMORT_TURN_SERVICE: Final = "horcrux-voldemort-turn"
 # cross-game memory (docs/ECHO.md): the compaction's leaky bucket, an AI Harry's start-up
 MEMORY_LEAK_METRIC: Final = "MemoryLeakPrevented"  # service: compaction
 MEMORY_EVICTED_METRIC: Final = "MemoryEvicted"  # the cap evicted items (service: compaction)
@@ -150,7 +152,7 @@ ACCESS_LOG_FORMAT: Final = json.dumps(
 class FunctionSpec:
     """One Lambda function: where its handler is and what it may use."""
 
-    name: str  # the directory under lambdas/ and the construct id's stem
+    name: str  # the construct id's stem (and the code's directory under lambdas/ by default)
     handler: str
     memory_mb: int
     timeout_s: int  # <= 30: the turn handlers derive their LLM deadline from it
@@ -158,10 +160,12 @@ class FunctionSpec:
     llm: bool = False  # gets the Anthropic layer (the SDK) and may call Anthropic
     reads_secret: bool = False  # gets the secret's ARN and read access to it
     reserved: bool = False  # capped by Settings.turn_reserved_concurrency, when one is set
+    code: str | None = None  # the directory under lambdas/ (None: `name`)
+    environment: tuple[tuple[str, str], ...] = ()  # what tells functions of one code apart
 
     @property
     def code_dir(self) -> Path:
-        return LAMBDAS_DIR / self.name
+        return LAMBDAS_DIR / (self.code or self.name)
 
 
 API = FunctionSpec(
@@ -181,6 +185,8 @@ HARRY_TURN = FunctionSpec(
     llm=True,
     reads_secret=True,
     reserved=True,
+    code="ai_turn",
+    environment=((ENV_SEAT, "harry"),),
 )
 VOLDEMORT_TURN = FunctionSpec(
     "voldemort_turn",
@@ -191,6 +197,8 @@ VOLDEMORT_TURN = FunctionSpec(
     llm=True,
     reads_secret=True,
     reserved=True,
+    code="ai_turn",
+    environment=((ENV_SEAT, "voldemort"),),
 )
 COMPACTION = FunctionSpec(
     "compaction",

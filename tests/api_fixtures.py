@@ -8,6 +8,7 @@ import copy
 import importlib.util
 import itertools
 import json
+import os
 import pathlib
 import sys
 from collections.abc import Iterator
@@ -57,13 +58,30 @@ def moto_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
         yield store
 
 
+TURN_FUNCTIONS = {"harry_turn": "harry", "voldemort_turn": "voldemort"}
+"""The AI-turn functions: both run lambdas/ai_turn/handler.py, with HORCRUX_SEAT set to
+their seat (infra/names.py)."""
+
+
 def load_handler(name: str) -> ModuleType:
-    """A fresh copy of lambdas/<name>/handler.py (module state bound to the current mock)."""
-    path = ROOT / "lambdas" / name / "handler.py"
+    """A fresh copy of function `name`'s handler (module state bound to the current mock):
+    lambdas/<name>/handler.py, or for `harry_turn` / `voldemort_turn` lambdas/ai_turn/
+    handler.py imported with HORCRUX_SEAT set as the stack sets it for that function."""
+    seat = TURN_FUNCTIONS.get(name)
+    path = ROOT / "lambdas" / ("ai_turn" if seat else name) / "handler.py"
     spec = importlib.util.spec_from_file_location(f"{name}_handler_{next(_counter)}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = os.environ.get("HORCRUX_SEAT")
+    if seat is not None:
+        os.environ["HORCRUX_SEAT"] = seat
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            os.environ.pop("HORCRUX_SEAT", None)
+        else:
+            os.environ["HORCRUX_SEAT"] = saved
     # a copy is an execution environment of its own: its own Powertools metric set (they
     # share class-level dicts, which two copies called from two threads would corrupt)
     own_metric_set(module)

@@ -343,6 +343,22 @@ def turn_settings(seat: SeatName, env: Env | None = None) -> TurnSettings:
     )
 
 
+ENV_SEAT = "HORCRUX_SEAT"
+"""The seat an AI-turn function plays (`harry` or `voldemort`): both turn functions run the
+same code (lambdas/ai_turn/handler.py), each with its own value."""
+
+
+def turn_seat(env: Env | None = None) -> SeatName:
+    """HORCRUX_SEAT: the seat of this AI-turn function (missing or another value: an error
+    naming the variable, so a bad deployment fails at cold start)."""
+    raw = (_text(_env(env), ENV_SEAT) or "").strip()
+    if raw == "harry":
+        return "harry"
+    if raw == "voldemort":
+        return "voldemort"
+    raise SettingsError(f"{ENV_SEAT} must be harry or voldemort, got {raw!r}")
+
+
 def compaction_settings(env: Env | None = None) -> CompactionSettings:
     source = _env(env)
     return CompactionSettings(
@@ -361,6 +377,7 @@ def echo_config_file(env: Env | None = None) -> str:
 
 __all__ = [
     "ENV_PREFIX",
+    "ENV_SEAT",
     "MEASURES",
     "TIERS",
     "ApiSettings",
@@ -376,5 +393,6 @@ __all__ = [
     "api_settings",
     "compaction_settings",
     "echo_config_file",
+    "turn_seat",
     "turn_settings",
 ]

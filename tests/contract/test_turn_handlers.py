@@ -1,4 +1,4 @@
-"""The AI-turn Lambdas (lambdas/{harry,voldemort}_turn/handler.py): DynamoDB-stream batches
+"""The AI-turn Lambdas (lambdas/ai_turn/handler.py, per seat): DynamoDB-stream batches
 built from events/stream_*.json, against moto; partial batch failures; idempotent retries."""
 
 from __future__ import annotations
@@ -244,11 +244,15 @@ def test_both_turn_functions_report_an_unreadable_pin_and_a_copied_one(
     assert got.get("MemoryCopied") == 1 and "MemoryPinUnreadable" not in got
 
 
-@pytest.mark.parametrize("name", ["api", "harry_turn", "voldemort_turn"])
+@pytest.mark.parametrize(
+    ("name", "seat"), [("api", None), ("ai_turn", "harry"), ("ai_turn", "voldemort")]
+)
 def test_each_handler_imports_with_only_the_layer_and_boto3(
-    name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    name: str, seat: str | None, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     set_aws_env(monkeypatch)
+    if seat is not None:
+        monkeypatch.setenv("HORCRUX_SEAT", seat)
     code = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
         "import handler\n"
@@ -297,3 +301,34 @@ def test_a_turn_gets_the_secrets_key_as_a_setting_and_the_environment_stays_clea
     assert dynamo.load(gid).state.seq == 1  # the turn was played
     assert "ANTHROPIC_API_KEY" not in os.environ
     assert [s.get("api_key") for spec, s in seen if spec == "naive"] == ["sk-ant-turn"]
+
+
+def test_one_handler_plays_either_seat_by_its_environment(dynamo: DynamoDbStore) -> None:
+    """Both turn functions run lambdas/ai_turn/handler.py; HORCRUX_SEAT picks the seat, the
+    Powertools service and the memory metrics."""
+    harry, voldemort = load_handler("harry_turn"), load_handler("voldemort_turn")
+    assert harry.__file__ == voldemort.__file__
+    assert (harry.seat, voldemort.seat) == ("harry", "voldemort")
+    assert harry.metrics.service == "horcrux-harry-turn"
+    assert voldemort.metrics.service == "horcrux-voldemort-turn"
+    assert harry.MEMORY_METRICS[harry.seat]["pin-unreadable"] == "MemoryPinUnreadable"
+    assert "copied" not in harry.MEMORY_METRICS[harry.seat]
+    assert voldemort.MEMORY_METRICS[voldemort.seat] == {
+        "copied": "MemoryCopied",
+        "pin-unreadable": "MemoryPinUnreadable",
+    }
+    assert "HORCRUX_SEAT" not in os.environ  # set for the import only
+
+
+@pytest.mark.parametrize("value", [None, "", "dumbledore", "Harry"])
+def test_a_turn_function_without_a_seat_fails_at_cold_start(
+    dynamo: DynamoDbStore, monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    from horcrux.settings import SettingsError
+
+    if value is None:
+        monkeypatch.delenv("HORCRUX_SEAT", raising=False)
+    else:
+        monkeypatch.setenv("HORCRUX_SEAT", value)
+    with pytest.raises(SettingsError, match="HORCRUX_SEAT"):
+        load_handler("ai_turn")

@@ -190,10 +190,27 @@ def test_each_function_environment_names_what_its_handler_reads(
     if spec.reads_secret:
         expected.add("HORCRUX_ANTHROPIC_SECRET_ARN")
         assert env["HORCRUX_ANTHROPIC_SECRET_ARN"] == {"Ref": logical_id(stack, stack.secret)}
+    if spec.name.endswith("_turn"):  # one code for both seats: the seat from the environment
+        expected.add("HORCRUX_SEAT")
+        assert env["HORCRUX_SEAT"] == spec.name.removesuffix("_turn")
     assert set(env) == expected
     assert env["HORCRUX_EVENTS_TABLE"] == {"Ref": logical_id(stack, stack.storage.events)}
     assert env["HORCRUX_GAMES_TABLE"] == {"Ref": logical_id(stack, stack.storage.games)}
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "HorcruxHunt"
+
+
+def test_both_turn_functions_run_one_code_asset_under_their_own_ids(
+    stack: HorcruxStack, doc: Json
+) -> None:
+    """lambdas/ai_turn/ is both AI-turn functions' code (the seat from HORCRUX_SEAT); their
+    construct ids stay `HarryTurn` / `VoldemortTurn`, so a deployed stack keeps them."""
+    harry_id, harry = function_of(stack, doc, names.HARRY_TURN)
+    voldemort_id, voldemort = function_of(stack, doc, names.VOLDEMORT_TURN)
+    assert harry["Code"] == voldemort["Code"]
+    assert (
+        names.HARRY_TURN.code_dir == names.VOLDEMORT_TURN.code_dir == ROOT / "lambdas" / "ai_turn"
+    )
+    assert "HarryTurn" in harry_id and "VoldemortTurn" in voldemort_id
 
 
 @pytest.mark.parametrize("spec", names.FUNCTIONS, ids=lambda s: s.name)
@@ -576,8 +593,8 @@ def test_the_memory_leak_alarm_and_the_memory_start_up_graph(doc: Json) -> None:
         assert alarm["Threshold"] == 1 and alarm["Statistic"] == "Sum"
         assert alarm["Dimensions"] == [{"Name": "service", "Value": "compaction"}]
         assert f'name="{metric}"' in compaction
-    harry = (ROOT / "lambdas" / "harry_turn" / "handler.py").read_text()
-    assert f'service="{names.HARRY_TURN_SERVICE}"' in harry
+    harry = (ROOT / "lambdas" / "ai_turn" / "handler.py").read_text()
+    assert f'"harry": "{names.HARRY_TURN_SERVICE}"' in harry
     assert all(f'"{name}"' in harry for name in names.MEMORY_STARTUP_METRICS)
     (dashboard,) = resources(doc, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
@@ -598,15 +615,14 @@ def test_each_turn_function_alarms_on_an_unreadable_memory_pin(
     assert alarm["Dimensions"] == [dimension]
     assert alarm["Threshold"] == 1 and alarm["EvaluationPeriods"] == 1
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-    handler = (ROOT / "lambdas" / function / "handler.py").read_text()
-    assert (
-        f'service="{service}"' in handler and '"pin-unreadable": "MemoryPinUnreadable"' in handler
-    )
+    handler = (ROOT / "lambdas" / "ai_turn" / "handler.py").read_text()  # both seats'
+    seat = function.removesuffix("_turn")
+    assert f'"{seat}": "{service}"' in handler
+    assert '"pin-unreadable": "MemoryPinUnreadable"' in handler
     (dashboard,) = resources(doc, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     assert all(name in body for name in ("MemoryPinUnreadable", "MemoryCopied", service))
-    voldemort = (ROOT / "lambdas" / "voldemort_turn" / "handler.py").read_text()
-    assert '"copied": "MemoryCopied"' in voldemort
+    assert '"voldemort": {"copied": "MemoryCopied"' in handler
 
 
 def test_the_operator_token_lives_in_a_secret_the_stack_owns(

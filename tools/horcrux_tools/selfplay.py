@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from horcrux import engine, rng
+from horcrux import engine, play
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.models import AnyAction, Seat
 from horcrux.rules import RuleSet
 from horcrux.store.port import GameSnapshot, GameStore, SeatInfo, new_snapshot
-from horcrux.views import harry_view, voldemort_view
 
 BeliefHook = Callable[[GameSnapshot, GameSnapshot], tuple[dict[str, bytes], Any] | None]
 """(before, after-without-belief) -> (beliefs to store, belief point) or None."""
@@ -60,16 +59,17 @@ def play_to_end(
     belief: BeliefHook | None = None,
     on_move: Callable[[GameSnapshot], None] | None = None,
 ) -> GameSnapshot:
-    """Play an all-AI game to its end, brains built from the seats' specs."""
+    """Play an all-AI game to its end, brains built from the seats' specs: `play_move`
+    (a commit per move) with the one game loop's decision (`horcrux.play.decide`)."""
     snap = store.load(game_id)
-    rules, seed = snap.state.rules, snap.state.seed
+    rules = snap.state.rules
     harry = HARRY_BRAINS.create(snap.seats["harry"].brain or "naive", rules, stored=True)
     voldemort = VOLDEMORT_BRAINS.create(snap.seats["voldemort"].brain or "reference", rules)
 
     def decide(s: GameSnapshot) -> AnyAction:
         if s.state.phase == "harry":
-            return harry.decide(harry_view(s.state), rng.stream(seed, "harry", s.turn))
-        return voldemort.decide(voldemort_view(s.state), rng.stream(seed, "voldemort", s.turn))
+            return play.decide(harry, s.state, "harry")
+        return play.decide(voldemort, s.state, "voldemort")
 
     while not snap.state.over:
         snap = play_move(store, game_id, decide, belief)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from horcrux import engine, rng
-from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux import play
+from horcrux.agents.contract import StatsReporter, decisions_of
 from horcrux.decisions import DecisionRecord
 from horcrux.models import GameStarted, GameState, HarryMoved, VoldemortMoved
+from horcrux.play import Step
 from horcrux.rules import RuleSet
-from horcrux.views import harry_view, voldemort_view
 
 
 @dataclass
@@ -46,32 +46,19 @@ def play_game(
     keep_events: bool = False,
     on_step: Callable[[GameState, HarryMoved | VoldemortMoved], None] | None = None,
 ) -> GameResult:
-    """Play one game to its end with fresh brains built from their specs."""
-    state, started = engine.new_game(rules, seed)
-    holder = [state]
-    harry_brain = HARRY_BRAINS.create(harry, rules, truth=lambda: holder[0])
-    voldemort_brain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=lambda: holder[0])
-    events: list[GameStarted | HarryMoved | VoldemortMoved] = [started]
+    """Play one game to its end with fresh brains built from their specs (`horcrux.play`)."""
     wasted = {"decoy": 0, "empty": 0}
-    while not state.over:
-        event: HarryMoved | VoldemortMoved
-        if state.phase == "harry":
-            move = harry_brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
-            state, event = engine.apply(state, move)
-            assert isinstance(event, HarryMoved)
-            for obs in event.observations:
+
+    def tally(step: Step) -> None:
+        if isinstance(step.event, HarryMoved):
+            for obs in step.event.observations:
                 if obs.kind == "attack" and obs.outcome in wasted:
                     wasted[obs.outcome] += 1
-        else:
-            vmove = voldemort_brain.decide(
-                voldemort_view(state), rng.stream(seed, "voldemort", state.turn)
-            )
-            state, event = engine.apply(state, vmove)
-        holder[0] = state
-        events.append(event)
         if on_step is not None:
-            on_step(state, event)
-    stats_fn = getattr(harry_brain, "stats", None)
+            on_step(step.state, step.event)
+
+    played = play.play_game(rules, seed, harry, voldemort, on_step=tally)
+    state, brain = played.game.state, played.harry
     return GameResult(
         seed=seed,
         winner=state.winner or "voldemort",
@@ -80,9 +67,9 @@ def play_game(
         destroyed=state.destroyed,
         wasted_decoy=wasted["decoy"],
         wasted_empty=wasted["empty"],
-        brain_stats=stats_fn() if callable(stats_fn) else {},
-        decisions=list(getattr(harry_brain, "decisions", [])),
-        events=events if keep_events else None,
+        brain_stats=brain.stats() if isinstance(brain, StatsReporter) else {},
+        decisions=list(decisions_of(brain)),
+        events=played.game.events if keep_events else None,
     )
 
 

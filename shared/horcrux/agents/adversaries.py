@@ -42,6 +42,7 @@ from horcrux.agents.base import (
     BrainOptions,
     VoldemortMove,
 )
+from horcrux.agents.contract import MemoryAdopter, belief_of
 from horcrux.agents.voldemort import public_evidence
 from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
 from horcrux.errors import UnknownBrain
@@ -183,9 +184,8 @@ class MirrorVoldemort:
         (`PlannerHarry.adopt_memory`): the memory is built from past games, which
         Voldemort saw whole, by code he has read, so a copy of Harry's brain holds it too.
         A copy that is no planner keeps its own brain."""
-        adopt = getattr(self.copy, "adopt_memory", None)
-        if callable(adopt):
-            adopt(models, params)
+        if isinstance(self.copy, MemoryAdopter):
+            self.copy.adopt_memory(models, params)
 
     def _copy_rng(self, rng: random.Random) -> random.Random:
         """The copy's own random stream: seeded once from Voldemort's, never Harry's."""
@@ -199,7 +199,7 @@ class MirrorVoldemort:
             return Pass()
         copy_rng = self._copy_rng(rng)
         move = self.copy.decide(next_harry_view(view), copy_rng)
-        belief = getattr(self.copy, "belief", None)
+        belief = belief_of(self.copy)
         m = belief.occupancy() if belief is not None else dict.fromkeys(self.rules.locations, 0.0)
         target_loc = move.location if isinstance(move, Attack) else None
         self.predicted.append((view.turn, target_loc))

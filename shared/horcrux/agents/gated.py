@@ -25,7 +25,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
 from horcrux.agents.llm import Deadline, LLMConfig, LLMHarry, parse_llm_param
@@ -37,6 +37,9 @@ from horcrux.memory.working import WorkingMemory
 from horcrux.models import Search
 from horcrux.rules import RuleSet
 from horcrux.views import HarryView
+
+if TYPE_CHECKING:
+    from horcrux.belief.bayes import BayesBelief
 
 __all__ = ["NO_KEY_NOTE", "GatedHarry", "WorkingMemory", "make_gated"]
 
@@ -67,8 +70,12 @@ class GatedHarry:
         self.decisions: list[DecisionRecord] = []
 
     @property
-    def belief(self) -> Any:
+    def belief(self) -> BayesBelief:
         return self.planner.belief
+
+    def adopt_memory_line(self, line: str) -> None:
+        """Carry cross-game memory's line in the L1 context (`MemoryLineReader`)."""
+        self.memory.memory_line = line
 
     def decide(
         self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None

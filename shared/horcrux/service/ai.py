@@ -11,18 +11,26 @@ a shared object: one service instance serves concurrent turns safely.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from horcrux import engine, rng
+from horcrux import engine, play, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.decisions import DecisionNote, DecisionRecord, decision_note
+from horcrux.agents.contract import (
+    Brain,
+    MemoryAdopter,
+    MemoryLineReader,
+    Persistent,
+    ViewSynced,
+    decisions_of,
+)
+from horcrux.agents.contract import belief_of as belief_map
+from horcrux.decisions import DecisionNote, decision_note
 from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
@@ -37,7 +45,7 @@ from horcrux.store.port import (
     ScopeStore,
     StoreUnavailable,
 )
-from horcrux.views import harry_view, voldemort_view
+from horcrux.views import harry_view
 
 if TYPE_CHECKING:  # the brains bring numpy: imported where a brain is built, not at start-up
     from horcrux.agents.planner import PlannerHarry
@@ -74,7 +82,7 @@ class MemoryRead:
 class MadeBrain:
     """A seat's brain for one turn, and the memory pin it was built with (if any)."""
 
-    brain: Any
+    brain: Brain
     restored: bool = False
     pin: bytes | None = None
     """The memory pin of Harry's brain (applied, or unreadable: memory `pin-unreadable`):
@@ -84,19 +92,17 @@ class MadeBrain:
     `copy_memory`'s status (`copied`, `pin-unreadable`; None: nothing copied)."""
 
 
-def rebuilt_from_view(brain: Any) -> bool:
+def rebuilt_from_view(brain: object) -> bool:
     """Whether `brain` is rebuilt from the view each turn instead of restored.
 
-    The planners' whole state is a pure function of their seat's view: a fresh one synced
-    to the view (`decide` does it) decides exactly as one restored from its `snapshot()`
-    (`tests/unit/test_service.py` proves it), so their snapshot is not stored. Any other brain
-    with `snapshot()` / `restore()` keeps its opaque blob in `beliefs`."""
-    from horcrux.agents.planner import PlannerHarry
-
-    return isinstance(brain, PlannerHarry)
+    A `ViewSynced` brain's whole state (the planners') is a pure function of its seat's
+    view: a fresh one synced to the view (`decide` does it) decides exactly as one
+    restored from its `snapshot()` (`tests/unit/test_service.py` proves it), so its snapshot is
+    not stored. Any other `Persistent` brain keeps its opaque blob in `beliefs`."""
+    return isinstance(brain, ViewSynced)
 
 
-def memory_planner(brain: Any) -> PlannerHarry | None:
+def memory_planner(brain: object) -> PlannerHarry | None:
     """The planner whose adversary models cross-game memory sets (default mode only):
     `horcrux.echo.readers.memory_planner`, imported on use (it loads the memory code)."""
     from horcrux.echo.readers import memory_planner as planner_of
@@ -114,6 +120,7 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
         return MemoryRead()
     from horcrux.compaction import scope_of
     from horcrux.echo.persist import startup
+    from horcrux.echo.pin import encode_pin
     from horcrux.echo.use import memory_line, memory_plan
 
     scope = scope_of(snapshot.seats)
@@ -133,21 +140,11 @@ def read_memory(store: GameStore, snapshot: GameSnapshot, counts: Counter[str]) 
         counts[f"rebuilt:{got.rebuilt}"] += 1
         status = f"rebuilt:{got.rebuilt}"
         log.warning("memory of %s vs %s rebuilt from the events (%s)", *scope, got.rebuilt)
-    plan = memory_plan(got.memory)
-    line = memory_line(got.memory)
-    if plan is None and line is None:
-        return MemoryRead(status=status)
-    body = {  # v2: the whole model set and the knobs (`PlannerHarry.adopt_memory`)
-        "v": 2,
-        "models": [asdict(m) for m in plan.models] if plan else None,
-        "params": plan.params if plan else {},
-        "line": line,
-    }
-    return MemoryRead(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), status)
+    return MemoryRead(encode_pin(memory_plan(got.memory), memory_line(got.memory)), status)
 
 
 def apply_memory(
-    store: GameStore, snapshot: GameSnapshot, brain: Any, counts: Counter[str]
+    store: GameStore, snapshot: GameSnapshot, brain: object, counts: Counter[str]
 ) -> MemoryRead:
     """Give `brain` what cross-game memory holds for it; the read, with `pin` set if it
     was applied (None: no memory planner, nothing learned). A pin that does not decode is
@@ -159,49 +156,35 @@ def apply_memory(
     read = read_memory(store, snapshot, counts)
     if read.pin is None:
         return read
-    from horcrux.agents.gated import GatedHarry
+    from horcrux.echo.pin import adopt_pin
 
     try:
-        body = _adopt_pin(planner, read.pin)
+        pinned = adopt_pin(planner, read.pin)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
         counts[PIN_UNREADABLE] += 1
         return MemoryRead(pin=read.pin, status=PIN_UNREADABLE)
-    if isinstance(brain, GatedHarry) and body.get("line"):
-        brain.memory.memory_line = str(body["line"])
+    if pinned.line and isinstance(brain, MemoryLineReader):
+        brain.adopt_memory_line(pinned.line)
     counts["applied"] += 1
     return read
 
 
-def _adopt_pin(planner: Any, pin: bytes) -> dict[str, Any]:
-    """Give `planner` (anything with `adopt_memory` / `adopt_models`) the memory `pin`
-    holds; returns the pin's body. A malformed pin is a ValueError or TypeError."""
-    from horcrux.belief.bayes import AdversaryModel
-
-    body = json.loads(pin)
-    models = tuple(
-        AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in body.get("models") or ()
-    )
-    if body.get("v") == 2 and models:
-        planner.adopt_memory(models, body.get("params") or {})
-    elif models and callable(getattr(planner, "adopt_models", None)):
-        planner.adopt_models(models)  # a pin from before (learned models only): joined
-    return dict(body)
-
-
-def copy_memory(snapshot: GameSnapshot, brain: Any, counts: Counter[str]) -> str | None:
+def copy_memory(snapshot: GameSnapshot, brain: object, counts: Counter[str]) -> str | None:
     """A Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`: an
-    `adopt_memory` method) gets the memory pinned for this game's Harry: it comes from
+    `MemoryAdopter`) gets the memory pinned for this game's Harry: it comes from
     past games Voldemort saw whole, by code he has read.
 
     Returns `copied`, `pin-unreadable` (the pin did not decode: counted, logged, left in
     the snapshot; the copy plays without memory) or None (nothing pinned, or a brain
     without a copy: nothing to copy)."""
     pin = snapshot.beliefs.get(ECHO_KEY)
-    if pin is None or not callable(getattr(brain, "adopt_memory", None)):
+    if pin is None or not isinstance(brain, MemoryAdopter):
         return None
+    from horcrux.echo.pin import adopt_pin
+
     try:
-        _adopt_pin(brain, pin)
+        adopt_pin(brain, pin)
     except (ValueError, TypeError):
         log.warning("unreadable memory pin in game %s", snapshot.game_id, exc_info=True)
         counts[PIN_UNREADABLE] += 1
@@ -227,7 +210,7 @@ def make_brain(
     assert info.brain is not None
     rules = snapshot.state.rules
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
-    brain: Any = registry.create(
+    brain: Brain = registry.create(
         info.brain, rules, for_seat=True, settings=dict(settings or {}), stored=True
     )
     counts = counts if counts is not None else Counter()
@@ -237,62 +220,55 @@ def make_brain(
     else:
         read = MemoryRead(status=copy_memory(snapshot, brain, counts))
     data = snapshot.beliefs.get(seat)
-    restore = getattr(type(brain), "restore", None)
-    if data and callable(restore):
+    if data and isinstance(brain, Persistent):
         try:
-            restored = restore(rules, data)
+            restored = type(brain).restore(rules, data)
         except Exception:  # a stale or foreign snapshot: rebuild from the view
             log.warning("could not restore the %s brain %s", seat, info.brain, exc_info=True)
         else:
-            if type(restored) is type(brain) and getattr(restored, "name", None) == getattr(
-                brain, "name", None
-            ):
+            if type(restored) is type(brain) and restored.name == brain.name:
                 return MadeBrain(restored, restored=True, pin=read.pin, memory=read.status)
     return MadeBrain(brain, pin=read.pin, memory=read.status)
 
 
-def belief_of(brain: Any, seat: Seat, turn: int) -> tuple[dict[str, bytes], BeliefPoint | None]:
-    """The brain's Layer-2 snapshot, and (Harry only) its belief point, if it has them.
+def belief_of(brain: object, seat: Seat, turn: int) -> tuple[dict[str, bytes], BeliefPoint | None]:
+    """The brain's Layer-2 snapshot (a `Persistent` brain's), and (Harry only) its belief
+    point (a `BeliefHolder`'s), if it has them.
 
     A brain rebuilt from the view (`rebuilt_from_view`) stores no snapshot."""
     beliefs: dict[str, bytes] = {}
-    snap = getattr(brain, "snapshot", None)
-    if callable(snap) and not rebuilt_from_view(brain):
-        data = snap()
+    if isinstance(brain, Persistent) and not rebuilt_from_view(brain):
+        data = brain.snapshot()
         if isinstance(data, bytes | bytearray):
             beliefs[seat] = bytes(data)
     if seat != "harry":
         return beliefs, None
-    belief = getattr(brain, "belief", None)
-    entropy, top = getattr(belief, "entropy", None), getattr(belief, "top", None)
-    if callable(entropy) and callable(top):
-        value = float(entropy())
+    belief = belief_map(brain)
+    if belief is not None:
+        value = float(belief.entropy())
         if math.isfinite(value):
             point = BeliefPoint(
                 turn=turn,
                 entropy=value,
-                top=tuple((str(loc), float(p)) for loc, p in top(3))[:3],
+                top=tuple((str(loc), float(p)) for loc, p in belief.top(3))[:3],
             )
             return beliefs, point
     return beliefs, None
 
 
-def decide(brain: Any, state: GameState, seat: Seat) -> AnyAction:
-    stream = rng.stream(state.seed, seat, state.turn)
-    view = harry_view(state) if seat == "harry" else voldemort_view(state)
-    move: AnyAction = brain.decide(view, stream)
-    return move
+def decide(brain: Brain, state: GameState, seat: Seat) -> AnyAction:
+    """The brain's move in `state` (`horcrux.play.decide`: the seat's view and RNG stream)."""
+    return play.decide(brain, state, seat)
 
 
-def note_of(brain: Any, seat: Seat, spec: str, turn: int, move: AnyAction) -> DecisionNote:
+def note_of(brain: object, seat: Seat, spec: str, turn: int, move: AnyAction) -> DecisionNote:
     """The decision note of the AI move `move` (kept on its event, shown in the replay): the
-    brain's record of this turn if it keeps records (`decisions`), its move otherwise."""
+    brain's record of this turn if it keeps records (`DecisionRecorder`), its move
+    otherwise."""
     from horcrux.agents.candidates import move_label
 
-    records = getattr(brain, "decisions", None)
-    record = None
-    if isinstance(records, list) and records and isinstance(records[-1], DecisionRecord):
-        record = records[-1] if records[-1].turn == turn else None
+    records = decisions_of(brain)
+    record = records[-1] if records and records[-1].turn == turn else None
     return decision_note(seat, spec, turn, move_label(move), record)
 
 

@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from horcrux import engine, rng
+from horcrux import play as loop
 from horcrux.agents import VOLDEMORT_BRAINS
+from horcrux.agents.contract import MemoryAdopter
 from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
 from horcrux.echo import style
@@ -46,10 +47,11 @@ from horcrux.echo.use import (
     rate_models,
 )
 from horcrux.models import GameStarted, HarryMoved, Seat, VoldemortMoved
+from horcrux.play import Step
 from horcrux.rules import PRESETS, RuleSet
 from horcrux.store.port import BeliefPoint, SeatInfo
 from horcrux.store.results import GameSummary
-from horcrux.views import harry_view, voldemort_view
+from horcrux.views import harry_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
@@ -84,38 +86,33 @@ def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[Pla
     vold = VOLDEMORT_BRAINS.create(voldemort, rules)
     if plan is not None:
         harry.adopt_memory(plan.models, plan.params)
-        adopt = getattr(vold, "adopt_memory", None)
-        if callable(adopt):
-            adopt(plan.models, plan.params)
+        if isinstance(vold, MemoryAdopter):
+            vold.adopt_memory(plan.models, plan.params)
     return harry, vold
 
 
 def play(
     rules: RuleSet, seed: int, voldemort: str, plan: MemoryPlan | None, game_id: str
 ) -> Played:
-    """One game of the planner (with the memory's plan, if any)."""
+    """One game of the planner (with the memory's plan, if any): the one game loop
+    (`horcrux.play.play`) with a hook recording Harry's belief at each decision."""
     harry, vold = brains(rules, voldemort, plan)
-    state, started = engine.new_game(rules, seed)
-    events: Events = [started]
+    game = loop.new_game(rules, seed)
     history: list[BeliefPoint] = []
-    while not state.over:
-        event: HarryMoved | VoldemortMoved
-        if state.phase == "harry":
-            turn = state.turn
-            move = harry.decide(harry_view(state), rng.stream(seed, "harry", turn))
+
+    def trace(step: Step) -> None:  # Harry's belief at each of his decisions
+        if step.seat == "harry":
             b = harry.belief
             history.append(
                 BeliefPoint(
-                    turn=turn,
+                    turn=step.before.turn,
                     entropy=float(b.entropy()),
                     top=tuple((str(loc), float(p)) for loc, p in b.top(3))[:3],
                 )
             )
-            state, event = engine.apply(state, move)
-        else:
-            vmove = vold.decide(voldemort_view(state), rng.stream(seed, "voldemort", state.turn))
-            state, event = engine.apply(state, vmove)
-        events.append(event)
+
+    loop.play(game, harry, vold, on_step=trace)
+    state, events = game.state, game.events
     seats: dict[Seat, SeatInfo] = {
         "harry": SeatInfo(kind="ai", brain=AGENT),
         "voldemort": SeatInfo(kind="ai", brain=voldemort),

@@ -34,14 +34,14 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from horcrux import engine, rng
+from horcrux import engine, play, rng
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.candidates import move_label, planner_candidates
 from horcrux.agents.llm import LLMConfig, LLMHarry
 from horcrux.agents.planner import PlannerHarry
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.rules import preset
-from horcrux.views import HarryView, harry_view, voldemort_view
+from horcrux.views import HarryView, harry_view
 from horcrux_tools.evaluation.metrics import percentile
 from horcrux_tools.sim import wilson
 
@@ -82,33 +82,22 @@ def decision_states(
     g = 0
     while len(out) < n:
         game_seed = seed + g
-        state, _ = engine.new_game(rules, game_seed)
-        holder = [state]
+        game = play.new_game(rules, game_seed)
         harry = PlannerHarry(rules)
-        vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=_truth(holder))
+        vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=game.truth)
         moves: list[str] = []
         harry_turns = 0
-        while not state.over and len(out) < n:
+        while not game.state.over and len(out) < n:
+            state = game.state
             if state.phase == "harry":
                 if harry_turns % every == 0:
                     out.append(State(game_seed, state.turn, tuple(moves)))
                 harry_turns += 1
-                move: Any = harry.decide(
-                    harry_view(state), rng.stream(game_seed, "harry", state.turn)
-                )
-            else:
-                move = vbrain.decide(
-                    voldemort_view(state), rng.stream(game_seed, "voldemort", state.turn)
-                )
-            moves.append(move.model_dump_json())
-            state, _ = engine.apply(state, move)
-            holder[0] = state
+            step = play.play_turn(state, harry, vbrain)  # the one game loop's turn
+            moves.append(step.move.model_dump_json())
+            game.state = step.state
         g += 1
     return out
-
-
-def _truth(holder: list[Any]) -> Callable[[], Any]:
-    return lambda: holder[0]
 
 
 def view_of(rules_name: str, s: State) -> HarryView:

@@ -1,10 +1,11 @@
 """Play every (Harry, Voldemort) pair on the same seeds, on every core, with bookkeeping.
 
 Game g of every pair uses seed `seed + g` (paired: the placement and the dice are the
-same for every architecture). `play_traced` is `horcrux_tools.sim.play_game`'s loop (the same
-engine calls and RNG streams, so the same results), plus what the report needs: the
-belief's calibration and entropy at each decision, the failure modes from the events,
-and per-decision tier and context tokens. Workers return compact `GameRecord`s.
+same for every architecture). `play_traced` is the one game loop (`horcrux.play.play`, the
+same engine calls and RNG streams as `horcrux_tools.sim.play_game`, so the same results) with a
+`GameTrace` hook for what the report needs: the belief's calibration and entropy at each
+decision, the failure modes from the events, and per-decision tier and context tokens.
+Workers return compact `GameRecord`s.
 """
 
 from __future__ import annotations
@@ -12,26 +13,26 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from horcrux import engine, rng
+from horcrux import play
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS, HarryBrain
+from horcrux.agents.contract import belief_of, decisions_of
 from horcrux.agents.planner import RANDOMISED, PlannerHarry, PlannerParams
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens
-from horcrux.models import HarryMoved, PlantDecoy, Relocate, VoldemortMoved
+from horcrux.models import HarryMoved, PlantDecoy, Relocate
+from horcrux.play import Step
 from horcrux.rules import RuleSet, preset
-from horcrux.views import harry_view, voldemort_view
-from horcrux_tools.evaluation.metrics import (
-    GameEvent,
-    calibration_terms,
-    failure_modes,
-    map_entropy,
-)
+from horcrux.views import HarryView
+from horcrux_tools.evaluation.metrics import calibration_terms, failure_modes, map_entropy
+
+if TYPE_CHECKING:
+    from horcrux.belief.base import BeliefMap
 
 HARRY_ARCHITECTURES = (
     "naive",
@@ -149,6 +150,47 @@ def system_tokens(rules_name: str) -> int:
     return estimate_tokens(harry_system_prompt(preset(rules_name)))
 
 
+class GameTrace:
+    """The evaluation's hook on `horcrux.play.play`: after each step, the belief's
+    calibration and entropy at Harry's decisions (and the tiers' contexts rendered on his
+    view, if asked), the attacks wasted, the turns of Voldemort's relocations and decoys."""
+
+    def __init__(self, brain: HarryBrain, *, contexts: bool = False) -> None:
+        self.brain = brain
+        self.contexts = contexts
+        self.cal = [0.0, 0.0, 0.0, 0.0]
+        self.cal_turns = 0
+        self.entropy: list[float] = []
+        self.relocations: list[int] = []
+        self.decoys: list[int] = []
+        self.wasted = {"decoy": 0, "empty": 0}
+        self.rendered: dict[Tier, list[int]] = {"compressed": [], "full": [], "narrative": []}
+
+    def __call__(self, step: Step) -> None:
+        before = step.before
+        if isinstance(step.event, HarryMoved):
+            belief = belief_of(self.brain)
+            if belief is not None:
+                occupancy = belief.occupancy()
+                terms = calibration_terms(occupancy, before.horcruxes, before.horcruxes_left)
+                for i, v in enumerate(terms):
+                    self.cal[i] += v
+                self.cal_turns += 1
+                self.entropy.append(map_entropy(occupancy))
+                if self.contexts:
+                    assert isinstance(step.view, HarryView)
+                    full = cast("BeliefMap", belief)  # the gated brain's: a whole map
+                    for tier, tokens in self.rendered.items():
+                        tokens.append(estimate_tokens(render_tier(tier, step.view, full)))
+            for obs in step.event.observations:
+                if obs.kind == "attack" and obs.outcome in self.wasted:
+                    self.wasted[obs.outcome] += 1
+        elif isinstance(step.move, Relocate):
+            self.relocations.append(before.turn)
+        elif isinstance(step.move, PlantDecoy):
+            self.decoys.append(before.turn)
+
+
 def play_traced(
     rules_name: str,
     seed: int,
@@ -160,59 +202,22 @@ def play_traced(
     offline: bool = True,
     sink: list[DecisionRecord] | None = None,
 ) -> GameRecord:
-    """Play one game like `sim.play_game` and measure it; `sink` gets the brain's records."""
+    """Play one game like `sim.play_game` (`horcrux.play.play` with a `GameTrace`) and
+    measure it; `sink` gets the brain's records."""
     start = time.perf_counter()
     rules = preset(rules_name)
-    state, started = engine.new_game(rules, seed)
-    holder = [state]
-    if offline:
-        with _offline():
-            brain = make_harry(harry, rules, truth=lambda: holder[0], settings=settings)
-    else:
-        brain = make_harry(harry, rules, truth=lambda: holder[0], settings=settings)
-    vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=lambda: holder[0])
-    events: list[GameEvent] = [started]
-    cal = [0.0, 0.0, 0.0, 0.0]
-    cal_turns = 0
-    entropy: list[float] = []
-    relocations: list[int] = []
-    decoys: list[int] = []
-    wasted = {"decoy": 0, "empty": 0}
-    rendered: dict[Tier, list[int]] = {"compressed": [], "full": [], "narrative": []}
-    while not state.over:
-        event: HarryMoved | VoldemortMoved
-        if state.phase == "harry":
-            view = harry_view(state)
-            move = brain.decide(view, rng.stream(seed, "harry", state.turn))
-            belief = getattr(brain, "belief", None)
-            if belief is not None:
-                occupancy = belief.occupancy()
-                terms = calibration_terms(occupancy, state.horcruxes, state.horcruxes_left)
-                for i, v in enumerate(terms):
-                    cal[i] += v
-                cal_turns += 1
-                entropy.append(map_entropy(occupancy))
-                if contexts:
-                    for tier, tokens in rendered.items():
-                        tokens.append(estimate_tokens(render_tier(tier, view, belief)))
-            state, event = engine.apply(state, move)
-            assert isinstance(event, HarryMoved)
-            for obs in event.observations:
-                if obs.kind == "attack" and obs.outcome in wasted:
-                    wasted[obs.outcome] += 1
-        else:
-            vmove = vbrain.decide(voldemort_view(state), rng.stream(seed, "voldemort", state.turn))
-            if isinstance(vmove, Relocate):
-                relocations.append(state.turn)
-            elif isinstance(vmove, PlantDecoy):
-                decoys.append(state.turn)
-            state, event = engine.apply(state, vmove)
-        holder[0] = state
-        events.append(event)
-    records: list[DecisionRecord] = list(getattr(brain, "decisions", []))
+    game = play.new_game(rules, seed)
+    with _offline() if offline else nullcontext():
+        brain = make_harry(harry, rules, truth=game.truth, settings=settings)
+    vbrain = VOLDEMORT_BRAINS.create(voldemort, rules, truth=game.truth)
+    trace = GameTrace(brain, contexts=contexts)
+    play.play(game, brain, vbrain, on_step=trace)
+    state = game.state
+    records: list[DecisionRecord] = list(decisions_of(brain))
     if sink is not None:
         sink.extend(records)
     decisions: list[tuple[str, int]] = [(d.tier, d.context_tokens) for d in records]
+    cal, cal_turns = trace.cal, trace.cal_turns
     return GameRecord(
         harry=harry,
         voldemort=voldemort,
@@ -220,15 +225,15 @@ def play_traced(
         win=state.winner == "harry",
         turns=state.turn,
         destroyed=state.destroyed,
-        wasted_decoy=wasted["decoy"],
-        wasted_empty=wasted["empty"],
-        failures=failure_modes(events, decisions, system_tokens=system_tokens(rules_name)),
+        wasted_decoy=trace.wasted["decoy"],
+        wasted_empty=trace.wasted["empty"],
+        failures=failure_modes(game.events, decisions, system_tokens=system_tokens(rules_name)),
         calibration=(cal[0], cal[1], cal[2], cal[3], cal_turns) if cal_turns else None,
-        entropy=entropy,
-        relocations=relocations,
-        decoys=decoys,
+        entropy=trace.entropy,
+        relocations=trace.relocations,
+        decoys=trace.decoys,
         decisions=decisions,
-        contexts=rendered if contexts else {},
+        contexts=trace.rendered if contexts else {},
         seconds=time.perf_counter() - start,
     )
 
@@ -290,6 +295,7 @@ __all__ = [
     "HARRY_ARCHITECTURES",
     "VOLDEMORT_ADVERSARIES",
     "GameRecord",
+    "GameTrace",
     "image_name",
     "jobs_for",
     "make_harry",

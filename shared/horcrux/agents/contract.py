@@ -1,0 +1,178 @@
+"""The brain contract: what a brain may offer beyond `name` and `decide`, as protocols.
+
+Every brain is a `HarryBrain` or a `VoldemortBrain` (`horcrux.agents.base`): a `name` and
+`decide(view, rng)`. What else the game's code uses is a capability, declared here as a
+`typing.Protocol` and checked with `isinstance` (each is `@runtime_checkable`) where the
+code must know: never by probing attributes with `getattr`, never by testing the class.
+
+* `Persistent`: keeps state between turns: `snapshot() -> bytes` and the classmethod
+  `restore(rules, data)`; the service stores the blob in the game's snapshot.
+* `ViewSynced`: its whole state is a function of its seat's view (`sync(view)` folds the
+  view in), so a fresh one decides exactly as a restored one: the service stores nothing.
+* `MemoryAdopter`: plays what cross-game memory decided (`adopt_memory(models, params)`).
+* `ModelAdopter`: plays on learned adversary models alone (`adopt_models(models)`, the
+  pins written before `adopt_memory` existed).
+* `MemoryLineReader`: puts cross-game memory's line in its LLM context
+  (`adopt_memory_line(line)`).
+* `DecisionRecorder`: keeps a `DecisionRecord` per decision (`decisions`).
+* `BeliefHolder`: exposes Harry's belief map (`belief`: `occupancy`, `entropy`, `top`).
+* `StatsReporter`: summarises its game (`stats()`, printed by `horcrux simulate`).
+
+`tests/test_contract.py` asserts which of these each built-in brain satisfies, so a
+renamed method fails a test instead of silently disabling a feature.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+from horcrux.agents.base import HarryBrain, VoldemortBrain
+from horcrux.decisions import DecisionRecord
+from horcrux.rules import RuleSet
+from horcrux.views import HarryView
+
+if TYPE_CHECKING:  # the Bayes tables bring numpy: types only
+    from horcrux.belief.bayes import AdversaryModel
+
+
+@runtime_checkable
+class Brain(Protocol):
+    """Any seat's brain: `HarryBrain` or `VoldemortBrain` without the seat's types."""
+
+    name: str
+
+    def decide(self, view: Any, rng: random.Random) -> Any: ...
+
+
+@runtime_checkable
+class Persistent(Protocol):
+    """A brain that keeps state between turns: its `snapshot()` blob, stored in the game's
+    snapshot, is turned back into the same brain by `restore(rules, data)`."""
+
+    def snapshot(self) -> bytes: ...
+
+    @classmethod
+    def restore(cls, rules: RuleSet, data: bytes) -> Self: ...
+
+
+@runtime_checkable
+class ViewSynced(Protocol):
+    """A brain whose whole state is a pure function of its seat's view: `sync(view)` folds
+    in what the view holds that it has not seen (`decide` does it). A fresh one decides as
+    one restored from a snapshot would, so none is stored (`tests/test_service.py`)."""
+
+    def sync(self, view: HarryView) -> None: ...
+
+
+@runtime_checkable
+class MemoryAdopter(Protocol):
+    """A brain that plays what cross-game memory decided: the whole model set (priors
+    included) and knob overrides (`horcrux.echo.use.memory_plan`; docs/ECHO.md)."""
+
+    def adopt_memory(
+        self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
+    ) -> None: ...
+
+
+@runtime_checkable
+class ModelAdopter(Protocol):
+    """A brain that plays on learned adversary models alone (the memory pins written
+    before the model set and the knobs were pinned whole)."""
+
+    def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None: ...
+
+
+@runtime_checkable
+class MemoryLineReader(Protocol):
+    """A brain whose LLM context carries cross-game memory's one line (`memory_line`)."""
+
+    def adopt_memory_line(self, line: str) -> None: ...
+
+
+@runtime_checkable
+class DecisionRecorder(Protocol):
+    """A brain that keeps one `DecisionRecord` per decision (the replay's notes, the
+    decision statistics)."""
+
+    decisions: list[DecisionRecord]
+
+
+@runtime_checkable
+class BeliefSummary(Protocol):
+    """What the game's code reads of a belief map (`horcrux.belief.base.BeliefMap`)."""
+
+    def occupancy(self) -> dict[str, float]: ...
+
+    def entropy(self) -> float: ...
+
+    def top(self, n: int = 3) -> list[tuple[str, float]]: ...
+
+
+@runtime_checkable
+class BeliefHolder(Protocol):
+    """A brain that exposes its belief map (the belief history, the evaluation's
+    calibration, a Voldemort's copy of Harry's brain)."""
+
+    @property
+    def belief(self) -> BeliefSummary: ...
+
+
+@runtime_checkable
+class StatsReporter(Protocol):
+    """A brain that summarises the game it played (`horcrux simulate`'s figures)."""
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+CAPABILITIES: tuple[type, ...] = (
+    Persistent,
+    ViewSynced,
+    MemoryAdopter,
+    ModelAdopter,
+    MemoryLineReader,
+    DecisionRecorder,
+    BeliefHolder,
+    StatsReporter,
+)
+"""Every capability protocol, in the order `capabilities` lists them."""
+
+
+def capabilities(brain: object) -> frozenset[str]:
+    """The names of the capability protocols `brain` satisfies."""
+    return frozenset(p.__name__ for p in CAPABILITIES if isinstance(brain, p))
+
+
+def belief_of(brain: object) -> BeliefSummary | None:
+    """The brain's belief map, if it exposes one that answers `BeliefSummary`."""
+    if isinstance(brain, BeliefHolder):
+        belief = brain.belief
+        if isinstance(belief, BeliefSummary):
+            return belief
+    return None
+
+
+def decisions_of(brain: object) -> list[DecisionRecord]:
+    """The brain's decision records (empty if it keeps none)."""
+    return brain.decisions if isinstance(brain, DecisionRecorder) else []
+
+
+__all__ = [
+    "CAPABILITIES",
+    "BeliefHolder",
+    "BeliefSummary",
+    "Brain",
+    "DecisionRecorder",
+    "HarryBrain",
+    "MemoryAdopter",
+    "MemoryLineReader",
+    "ModelAdopter",
+    "Persistent",
+    "StatsReporter",
+    "ViewSynced",
+    "VoldemortBrain",
+    "belief_of",
+    "capabilities",
+    "decisions_of",
+]

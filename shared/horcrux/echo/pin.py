@@ -1,0 +1,83 @@
+"""The memory pin: what an AI Harry's first turn read from cross-game memory, as bytes.
+
+The service keeps the pin in the game's snapshot (`horcrux.service.ai.ECHO_KEY`) so every
+later turn, and a Voldemort running a copy of Harry's brain, is built with the same memory
+without reading the memory item again (docs/ECHO.md). This module is the pin's only codec:
+`encode_pin` writes it, `adopt_pin` decodes it and gives it to a brain.
+
+Version 2 (`{"v": 2, "models": [...], "params": {...}, "line": ...}`) holds the whole model
+set with its priors and the knobs (`MemoryAdopter.adopt_memory`); a pin without `v` (from
+before) holds learned models only, joined by a `ModelAdopter` (`adopt_models`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from horcrux.agents.contract import MemoryAdopter, ModelAdopter
+
+if TYPE_CHECKING:  # the Bayes tables bring numpy: imported where a pin is decoded
+    from horcrux.belief.bayes import AdversaryModel
+    from horcrux.echo.use import MemoryPlan
+
+PIN_VERSION = 2
+
+
+@dataclass(frozen=True)
+class MemoryPin:
+    """A decoded pin. `line`: the L1 context's memory line (None: none, or empty)."""
+
+    models: tuple[AdversaryModel, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+    line: str | None = None
+    version: int | None = None
+
+
+def encode_pin(plan: MemoryPlan | None, line: str | None) -> bytes | None:
+    """The pin of what memory decided (`memory_plan`, `memory_line`); None if nothing."""
+    if plan is None and line is None:
+        return None
+    body = {
+        "v": PIN_VERSION,
+        "models": [asdict(m) for m in plan.models] if plan else None,
+        "params": plan.params if plan else {},
+        "line": line,
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode_pin(pin: bytes) -> MemoryPin:
+    """The pin's content; a malformed pin is a ValueError or a TypeError."""
+    from horcrux.belief.bayes import AdversaryModel
+
+    body = json.loads(pin)
+    if not isinstance(body, dict):
+        raise TypeError(f"a memory pin is a JSON object, not {type(body).__name__}")
+    models = tuple(
+        AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in body.get("models") or ()
+    )
+    line = body.get("line")
+    return MemoryPin(
+        models=models,
+        params=dict(body.get("params") or {}),
+        line=str(line) if line else None,
+        version=body.get("v"),
+    )
+
+
+def adopt_pin(brain: object, pin: bytes) -> MemoryPin:
+    """Give `brain` what the memory `pin` holds (a v2 pin to a `MemoryAdopter`, an older
+    one's models to a `ModelAdopter`); returns the decoded pin. A malformed pin, or one
+    the brain refuses (an unknown knob, a bad model), is a ValueError or a TypeError."""
+    got = decode_pin(pin)
+    if got.version == PIN_VERSION and got.models:
+        if isinstance(brain, MemoryAdopter):
+            brain.adopt_memory(got.models, got.params)
+    elif got.models and isinstance(brain, ModelAdopter):
+        brain.adopt_models(got.models)  # a pin from before (learned models only): joined
+    return got
+
+
+__all__ = ["PIN_VERSION", "MemoryPin", "adopt_pin", "decode_pin", "encode_pin"]
