@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "horcrux",
             "horcrux.errors",
+            "horcrux.lazy",
             "horcrux.rules",
             "horcrux.rng",
             "horcrux.decisions",
@@ -55,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("belief", ("horcrux.belief",)),
     ("memory", ("horcrux.memory",)),
     ("agents", ("horcrux.agents",)),
+    ("loop", ("horcrux.play",)),
     ("echo", ("horcrux.echo",)),
     ("adapters", ("horcrux.store", "horcrux.secrets")),
     ("services", ("horcrux.service", "horcrux.compaction", "horcrux.compaction_records")),
