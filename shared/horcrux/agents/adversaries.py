@@ -44,6 +44,7 @@ from horcrux.agents.base import (
 )
 from horcrux.agents.contract import MemoryAdopter, belief_of
 from horcrux.agents.voldemort import public_evidence
+from horcrux.belief import ties
 from horcrux.belief.bayes import MODES, AdversaryModel, BayesBelief
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, Pass, PlantDecoy, Relocate
@@ -81,15 +82,15 @@ class ShadowVoldemort:
         if not free:
             return Pass()
         if view.relocations_left > 0 and view.horcrux_locations:
-            exposed = max(view.horcrux_locations, key=lambda loc: m[loc])
-            if m[exposed] >= self.threshold:
+            exposed = ties.first_best(view.horcrux_locations, m)
+            if ties.at_least(m[exposed], self.threshold):
                 low = min(m[loc] for loc in free)
-                target = rng.choice([loc for loc in free if m[loc] <= low + 1e-9])
+                target = rng.choice([loc for loc in free if ties.at_most(m[loc], low)])
                 return Relocate(from_location=exposed, to_location=target)
         if view.decoys_left > 0:
             prior = view.horcruxes_left / len(self.rules.locations)
-            best = max(free, key=lambda loc: m[loc])
-            if m[best] > prior:
+            best = ties.first_best(free, m)
+            if ties.above(m[best], prior):
                 return PlantDecoy(location=best)
         return Pass()
 
@@ -206,19 +207,19 @@ class MirrorVoldemort:
         if view.relocations_left > 0 and view.horcrux_locations:
             source = target_loc if target_loc in view.horcrux_locations else None
             if source is None and self.hazard > 0.0:
-                exposed = max(view.horcrux_locations, key=lambda loc: m[loc])
-                if m[exposed] >= AMBUSH_LEVEL and rng.random() < self.hazard:
+                exposed = ties.first_best(view.horcrux_locations, m)
+                if ties.at_least(m[exposed], AMBUSH_LEVEL) and rng.random() < self.hazard:
                     source = exposed
             if source is not None:
                 if self.uniform_destination:
                     return Relocate(from_location=source, to_location=rng.choice(free))
                 low = min(m[loc] for loc in free)
-                target = rng.choice([loc for loc in free if m[loc] <= low + 1e-9])
+                target = rng.choice([loc for loc in free if ties.at_most(m[loc], low)])
                 return Relocate(from_location=source, to_location=target)
         if view.decoys_left > 0:
             prior = view.horcruxes_left / len(self.rules.locations)
-            best = max(free, key=lambda loc: m[loc])
-            if m[best] > prior:
+            best = ties.first_best(free, m)
+            if ties.above(m[best], prior):
                 return PlantDecoy(location=best)
         return Pass()
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-import math
 import random
 import struct
 import time
@@ -52,6 +51,7 @@ from horcrux.belief.bayes import (
 )
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.belief.policy import RANDOMISED, PlannerParams
+from horcrux.belief.ties import above, argmax_first, at_least, at_least_array, at_most
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
@@ -66,9 +66,6 @@ class Choice:
     move: HarryMove
     kind: str
     value: float
-
-
-_TIE = 1e-9
 
 
 @lru_cache(maxsize=256)
@@ -90,15 +87,7 @@ def tie_order(n: int, turn: int) -> FloatArray:
 def _argmax(values: FloatArray, ties: FloatArray) -> int:
     """Index of the largest value; among (near-)equals, the lowest tie rank (the ranks
     are distinct). In Python floats: a handful of values, where numpy's calls cost more."""
-    seen = values.tolist()
-    top = max(seen)
-    cut = top - _TIE * max(1.0, abs(top))
-    ranks = ties.tolist()
-    best, rank = 0, math.inf
-    for i, value in enumerate(seen):
-        if value >= cut and ranks[i] < rank:
-            best, rank = i, ranks[i]
-    return best
+    return argmax_first(values.tolist(), ties.tolist())
 
 
 class PlannerHarry:
@@ -319,8 +308,8 @@ def _race_pick(race: FloatArray, rng: random.Random | None) -> int | None:
     """The location the race plan attacks, drawn from Harry's private stream (without
     one: its likeliest attack if that is at least 1/2), or None: search this turn."""
     if rng is None:
-        top = int(np.argmax(race))
-        return top if float(race[top]) >= 0.5 else None
+        top = argmax_first(race.tolist())
+        return top if at_least(float(race[top]), 0.5) else None
     u = rng.random()
     acc = 0.0
     for j in np.flatnonzero(race > 0.0).tolist():
@@ -372,7 +361,7 @@ def plan(
         # on these few values, the same doubles and the same index
         seen = m.tolist()
         cut = seen[best] - near_attack
-        close = [i for i, v in enumerate(seen) if v >= cut]
+        close = [i for i, v in enumerate(seen) if at_least(v, cut)]
         if len(close) > 1:
             values = [seen[i] for i in close]
             pick = rng.random() * array_sum(values)
@@ -380,9 +369,9 @@ def plan(
             best = close[min(len(close) - 1, bisect.bisect_left(running, pick))]
     if forced_attack(view, params):
         return Choice(Attack(location=locs[best]), "attack", float(m[best]))
-    ready = race is None and view.attacks_left > 0 and float(m[best]) >= threshold
+    ready = race is None and view.attacks_left > 0 and at_least(m[best], threshold)
     kind = "attack"
-    if not ready and view.attacks_left > 0 and float(m[best]) >= SURE:
+    if not ready and view.attacks_left > 0 and at_least(m[best], SURE):
         ready, kind = True, "capped"  # the race chose to search, but nothing is left to learn
     if ready and not (hesitate > 0.0 and rng is not None and rng.random() < hesitate):
         return Choice(Attack(location=locs[best]), kind, float(m[best]))
@@ -391,8 +380,8 @@ def plan(
         and view.attacks_left > 0
         and spare >= params.probe_spare
         and view.turn >= params.probe_after
-        and float(m[best]) >= params.probe_min
-        and model_weight(belief, "trigger") <= params.probe_weight
+        and at_least(m[best], params.probe_min)
+        and at_most(model_weight(belief, "trigger"), params.probe_weight)
     ):
         return Choice(Attack(location=locs[best]), "probe", float(m[best]))
 
@@ -404,7 +393,7 @@ def plan(
     if near > 0.0 and rng is not None:
         rated = info.tolist()
         cut = rated[j] * (1.0 - near)
-        close = [i for i, v in enumerate(rated) if v >= cut]
+        close = [i for i, v in enumerate(rated) if at_least(v, cut)]
         if len(close) > 1:
             j = close[rng.randrange(len(close))]
     options = [Choice(Search(location=locs[j]), "search", float(info[j]))]
@@ -423,15 +412,15 @@ def plan(
         )
     if "dumbledore" in allies and allies["dumbledore"].available:
         reveal = belief.reveal_information() * params.dumbledore_weight
-        reveal = np.where(m >= params.dumbledore_min, reveal, -1.0)
+        reveal = np.where(at_least_array(m, params.dumbledore_min), reveal, -1.0)
         d = _argmax(reveal, ties)
-        if reveal[d] > 0.0:
+        if above(reveal[d], 0.0):
             options.append(
                 Choice(
                     Ally(ally="dumbledore", locations=(locs[d],)), "dumbledore", float(reveal[d])
                 )
             )
-    return max(options, key=lambda c: c.value)  # first of equals: Harry's own search
+    return options[argmax_first([c.value for c in options])]  # first: his own search
 
 
 MODE_PARAMS: dict[str, PlannerParams] = {

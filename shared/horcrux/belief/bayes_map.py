@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from horcrux.belief import ties
 from horcrux.belief.base import BeliefPoint
 from horcrux.belief.budgets import (
     Prior,
@@ -325,7 +326,7 @@ class BayesBelief:
         if self.exposure() < rule.race * (1.0 - 1e-9):
             return None
         rho = self.race_exposure()
-        if rho < rule.race:
+        if ties.below(rho, rule.race):
             return None
         turns_left = self.rules.max_turns - self._next_turn + 1
         forced = turns_left <= k or turns_left <= attacks
@@ -376,15 +377,10 @@ class BayesBelief:
         thresholds = rule.rule or RULE_THRESHOLDS
         threshold = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
         if not forced and (
-            top <= threshold - rule.spread if rule.spread > 0.0 else top < threshold
+            top <= threshold - rule.spread if rule.spread > 0.0 else ties.below(top, threshold)
         ):
             return out  # no attack: the top location is below every jittered threshold
-        ranks = _tie_ranks(self._n, turn)
-        cut = top - 1e-9 * max(1.0, abs(top))
-        best, rank = 0, math.inf  # the lowest tie rank among the near-top (ranks distinct)
-        for i, value in enumerate(seen):
-            if value >= cut and ranks[i] < rank:
-                best, rank = i, ranks[i]
+        best = ties.argmax_first(seen, _tie_ranks(self._n, turn))  # lowest tie rank of the near-top
         if forced:
             out[best] = 1.0
             return out
@@ -392,7 +388,7 @@ class BayesBelief:
         if rule.spread > 0.0:
             p = min(1.0, max(0.0, (m - (threshold - rule.spread)) / rule.spread))
         else:
-            p = 1.0 if m >= threshold else 0.0
+            p = 1.0 if ties.at_least(m, threshold) else 0.0
         out[best] = p * (1.0 - self.hesitation())
         return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from horcrux.belief import ties
 from horcrux.belief.policy import RANDOMISED
 
 Motion = Literal["trigger", "hazard", "static", "belief"]
@@ -46,8 +47,8 @@ class AdversaryModel:
     race: float = 0.0  # `rule` models: Harry plays the one-turn race (`race_attack`) once
     # the exposure rho (`BayesBelief.race_exposure`) is at least this (0: never)
     exact: bool = False  # `belief` decoys of a copy of Harry's code: at the free location
-    # his exact next map (after every model's move) rates highest, ties in board order
-    # (no TOP_BAND grouping: the copy holds the same floats)
+    # his exact next map (after every model's move) rates highest, near-equals one group
+    # (`ties`; no TOP_BAND grouping: the copy holds the same floats)
     race_cost: float = 1.0  # `rule` models playing the race: an attack's cost, as a share
     # of the thresholds for the spare attacks left (`race_attack`'s cost)
     fill: bool = False  # `belief` models reading Harry's own map (`own`, `rule`): the
@@ -199,9 +200,9 @@ LOW_BAND = 0.02
 """A `low` destination: the free locations within this much of Harry's lowest occupancy."""
 TOP_BAND = 0.02
 """A `belief` decoy: the free locations within this much of Harry's top one are one group."""
-EXACT_BAND = 1e-9
+EXACT_BAND = ties.TOL
 """An `exact` model's `low` band (the one `shadow` and `mirror` use): a copy of Harry's
-code reads his very floats."""
+code reads his very floats, near-equals tied (`horcrux.belief.ties`)."""
 
 DEFAULT_MODE = "aware-copy"
 """The planner's default. With the planner's endgame it wins about as much as `robust`

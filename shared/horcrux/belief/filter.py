@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from horcrux.belief import ties
 from horcrux.belief.budgets import (
     Prior,
     _prior_rows,
@@ -260,7 +261,7 @@ class _Filters(_Planting):
                     if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
                             peak[key] = float(_MAX(harry[key], None))
-                        if peak[key] < floor:
+                        if ties.below(peak[key], floor):
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
                         plans[key] = self._belief_moves(harry[key], peak.get(key))
@@ -367,13 +368,13 @@ class _Filters(_Planting):
             fixed = j
         else:
             lo = model.threshold - model.spread
-            if plan.top_max < lo or (model.spread <= 0.0 and plan.top_max < model.threshold):
+            if ties.below(plan.top_max, lo):  # (lo is the threshold without a spread)
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
                 fire = _CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
             else:
-                fire = (top >= model.threshold).astype(np.float64)
+                fire = ties.at_least_array(top, model.threshold).astype(np.float64)
             if model.trigger != 1.0:
                 fire *= model.trigger
             go = fire.nonzero()[0]

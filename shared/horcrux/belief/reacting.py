@@ -9,6 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from horcrux.belief import ties
 from horcrux.belief.catalogue import (
     LOW_BAND,
     TOP_BAND,
@@ -110,10 +111,10 @@ class _BeliefPlan:
             top = values[0]
             for v in values[1:]:
                 top = np.maximum(top, v)
-            # the first of equals (the lowest location), as its row of `swap_free`
+            # the first of (near-)equals (the lowest location), as its row of `swap_free`
             row = tab.q_rows[-1]
             for q in range(len(values) - 2, -1, -1):
-                row = np.where(values[q] >= top, tab.q_rows[q], row)
+                row = np.where(ties.at_least_array(values[q], top), tab.q_rows[q], row)
             self._top = (top, row)
         return self._top
 
@@ -132,7 +133,7 @@ class _BeliefPlan:
             lo = model.threshold - model.spread
             above = [j for j, v in enumerate(self._values) if v > lo]
         else:
-            above = [j for j, v in enumerate(self._values) if v >= model.threshold]
+            above = [j for j, v in enumerate(self._values) if ties.at_least(v, model.threshold)]
         if len(above) != 1:
             return None
         j = above[0]
@@ -186,7 +187,7 @@ class _BeliefPlan:
         if self._band is None or self._first is None:
             tab = self.tab
             lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
-            edge = self.harry.take(lowest) + LOW_BAND
+            edge = self.harry.take(lowest) + (LOW_BAND + ties.TOL)  # the band's edge included
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # the first False of member[:, lowest], as k vector ops from the last one (a
             # reduction along that short axis costs numpy more)
@@ -245,21 +246,9 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
     """The locations Harry's map rates above `floor`, best first (board order on ties),
     in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
     a `belief` decoy goes."""
-    # in Python floats (a handful of values): best first, board order on ties, as numpy's
-    # stable argsort of the negated values orders them
-    rated = seen.tolist()
-    order = sorted((j for j, v in enumerate(rated) if v > floor), key=lambda j: -rated[j])
-    values = [rated[j] for j in order]
-    groups: list[list[int]] = []
-    start = 0
-    while start < len(order):
-        head = values[start]
-        stop = start
-        while stop < len(order) and values[stop] >= head - band:
-            stop += 1
-        groups.append(order[start:stop])
-        start = stop
-    return groups
+    # in Python floats (a handful of values); near-equals tied (`ties`: the same groups
+    # on every machine), each group in board order
+    return ties.tie_groups(seen.tolist(), floor, band)
 
 
 @lru_cache(maxsize=256)
@@ -293,8 +282,8 @@ def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> Float
     m = np.clip(own, 0.0, 1.0)
     out: FloatArray = np.zeros(len(m))
     if rho <= 1e-9:
-        top = int(np.argmax(m))
-        if forced or m[top] >= cost:
+        top = ties.argmax_first(m.tolist())
+        if forced or ties.at_least(float(m[top]), cost):
             out[top] = 1.0
         return out
     c = 0.0 if forced else cost
@@ -321,5 +310,5 @@ def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> Float
     if forced and total > 0.0:
         pi = pi / total
     elif forced:
-        pi[int(np.argmax(m))] = 1.0
+        pi[ties.argmax_first(m.tolist())] = 1.0
     return pi

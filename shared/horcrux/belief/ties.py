@@ -1,0 +1,121 @@
+"""Decisions on computed floats that do not hang on their last bits.
+
+The filter's sums (`@` on small matrices, reductions) are computed by BLAS kernels whose
+summation order depends on the machine (OpenBLAS picks a kernel per CPU; Lambda runs on
+arm64), so two values that are mathematically equal can differ by a few units in the
+last place, and differently on each machine. Every discontinuity a decision goes through
+(a comparison of computed floats that picks a move, a tie group, a band membership, a
+threshold crossing) compares through this module instead, so that the same game is
+played on every machine:
+
+* Tolerance: `TOL` = 1e-9, absolute (the values compared are probabilities, occupancies
+  and bits of information, all of order 1; `scaled` widens it to `TOL * |x|` above 1).
+  Rounding differences are of order 1e-16 (1e-14 after many turns), far below it.
+* Thresholds: a value within TOL of a threshold counts as *on* it: `at_least(x, t)` and
+  `at_most(x, t)` are true there, `above(x, t)` and `below(x, t)` false. A value
+  mathematically equal to a threshold thus falls on a fixed side on every machine.
+* Ties: values within TOL of the best are equal; among them the first in a documented
+  order wins: the lowest rank of a given tie order (the planner's per-turn shuffle,
+  `horcrux.agents.planner.tie_order`, itself machine-independent), else board order
+  (the lowest index).
+
+A decision can still differ between machines where a value lies within 1e-16 of
+`threshold - TOL` (or of `best - TOL`): a boundary no mathematically exact quantity of
+the game sits on, unlike the ties and thresholds above, which games hit every turn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+TOL = 1e-9
+"""Values within this of each other (or of a threshold) are equal (see the module doc)."""
+
+
+def scaled(x: float) -> float:
+    """The tolerance at magnitude |x|: TOL, or TOL * |x| above 1."""
+    return TOL * max(1.0, abs(x))
+
+
+def at_least(x: float, threshold: float) -> bool:
+    """x >= threshold, a value within TOL of it included."""
+    return x >= threshold - TOL
+
+
+def above(x: float, threshold: float) -> bool:
+    """x > threshold by more than TOL (a value within TOL of it is not above)."""
+    return x > threshold + TOL
+
+
+def at_most(x: float, threshold: float) -> bool:
+    """x <= threshold, a value within TOL of it included."""
+    return x <= threshold + TOL
+
+
+def below(x: float, threshold: float) -> bool:
+    """x < threshold by more than TOL (a value within TOL of it is not below)."""
+    return x < threshold - TOL
+
+
+def at_least_array(
+    values: NDArray[np.float64], threshold: float | NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """`at_least` on every value of an array (against one threshold, or elementwise)."""
+    out: NDArray[np.bool_] = values >= threshold - TOL
+    return out
+
+
+def argmax_first(values: Sequence[float], ranks: Sequence[float] | None = None) -> int:
+    """The index of the best value; among the values within `scaled(best)` of it, the one
+    of lowest rank in `ranks` (distinct), or the first in board order without them."""
+    top = max(values)
+    cut = top - scaled(top)
+    if ranks is None:
+        return next(i for i, v in enumerate(values) if v >= cut)
+    best, rank = 0, math.inf
+    for i, value in enumerate(values):
+        if value >= cut and ranks[i] < rank:
+            best, rank = i, ranks[i]
+    return best
+
+
+def first_best(items: Iterable[str], value: dict[str, float]) -> str:
+    """`max(items, key=value)` with near-equals tied: the first item (in the iteration's
+    order) whose value is within TOL of the best."""
+    listed = list(items)
+    return listed[argmax_first([value[x] for x in listed])]
+
+
+def tie_groups(values: Sequence[float], floor: float, band: float) -> list[list[int]]:
+    """The indices whose value is `above` floor, best first, in groups: each group the
+    values `at_least` its best minus `band` (band 0: its near-equals alone), in board
+    order. Mathematically equal values share a group on every machine."""
+    order = sorted((j for j, v in enumerate(values) if v > floor + TOL), key=lambda j: -values[j])
+    groups: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        cut = values[order[start]] - band - TOL
+        stop = start + 1
+        while stop < len(order) and values[order[stop]] >= cut:
+            stop += 1
+        groups.append(sorted(order[start:stop]))
+        start = stop
+    return groups
+
+
+__all__ = [
+    "TOL",
+    "above",
+    "argmax_first",
+    "at_least",
+    "at_least_array",
+    "at_most",
+    "below",
+    "first_best",
+    "scaled",
+    "tie_groups",
+]
