@@ -14,6 +14,7 @@ import sys
 import time
 
 import horcrux.agents.planner  # noqa: F401  (registers the brains)
+from horcrux import play
 from horcrux.agents.planner import PlannerHarry
 from horcrux.belief.bayes import MODES, BayesBelief
 from horcrux.belief.heuristic import HeuristicBelief
@@ -87,21 +88,8 @@ def main(games: int = 200) -> None:
             won[spec] += result.winner == "harry"
     brain_stats = []
     for seed in range(20):
-        brain = PlannerHarry(CLASSIC)
-        from horcrux import engine, rng
-        from horcrux.agents import VOLDEMORT_BRAINS
-        from horcrux.views import harry_view, voldemort_view
-
-        state, _ = engine.new_game(CLASSIC, seed)
-        vold = VOLDEMORT_BRAINS.create("reference", CLASSIC)
-        while not state.over:
-            if state.phase == "harry":
-                move = brain.decide(harry_view(state), rng.stream(seed, "harry", state.turn))
-                state, _ = engine.apply(state, move)
-            else:
-                state, _ = engine.apply(
-                    state, vold.decide(voldemort_view(state), rng.stream(seed, "v", state.turn))
-                )
+        brain = play.play_game(CLASSIC, seed, "planner", "reference").harry
+        assert isinstance(brain, PlannerHarry)
         latencies.extend(d.latency_ms for d in brain.decisions)
         brain_stats.append(len(brain.snapshot()))
     print(f"planner decision p50 (update + plan): {statistics.median(latencies) * 1000:8.1f} us")

@@ -167,6 +167,16 @@ def _is_import_module_call(node: ast.AST) -> str | None:
     return None
 
 
+def imported_from(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a `from ... import` in `package` reads (`from .x import y` in
+    `a.b` is `a.b.x`; `from .. import y` in `a.b` is `a`)."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    anchor = ".".join(parts[: len(parts) - node.level + 1])
+    return f"{anchor}.{node.module}" if node.module else anchor
+
+
 def _imported_names(path: Path, module: str, is_package: bool) -> tuple[set[str], set[str]]:
     """What the module at `path` may import, anywhere in it (function bodies too: the lazy
     imports): (modules it needs, names that are submodules if such a module exists)."""
@@ -178,12 +188,7 @@ def _imported_names(path: Path, module: str, is_package: bool) -> tuple[set[str]
         if isinstance(node, ast.Import):
             needed.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                anchor = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{anchor}.{node.module}" if node.module else anchor
-            else:
-                base = node.module or ""
+            base = imported_from(node, package)
             needed.add(base)
             maybe.update(f"{base}.{alias.name}" for alias in node.names)
         else:

@@ -448,21 +448,9 @@ def test_every_listed_brain_is_created_in_a_clean_interpreter_on_the_layer(
 
 
 PLANNER_PROBE = """
-from horcrux import engine, rng
-from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux import play
 from horcrux.rules import CLASSIC
-from horcrux.views import harry_view, voldemort_view
-SEED = 3
-state, _ = engine.new_game(CLASSIC, SEED)
-harry = HARRY_BRAINS.create("planner", CLASSIC)
-voldemort = VOLDEMORT_BRAINS.create("reference", CLASSIC)
-while not state.over:
-    if state.phase == "harry":
-        move = harry.decide(harry_view(state), rng.stream(SEED, "harry", state.turn))
-        state, _ = engine.apply(state, move)
-    else:
-        move = voldemort.decide(voldemort_view(state), rng.stream(SEED, "voldemort", state.turn))
-        state, _ = engine.apply(state, move)
+state = play.play_game(CLASSIC, 3, "planner", "reference").game.state
 RESULT = [state.winner, state.turn, state.destroyed]
 lambda_handler = lambda event, context: RESULT
 print("RESULT", RESULT)

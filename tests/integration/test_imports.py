@@ -36,6 +36,10 @@ from packaging.requirements import Requirement
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "shared"
 TOOLS = REPO / "tools"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from infra.clean_import import imported_from  # noqa: E402
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -106,12 +110,7 @@ def runtime_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                anchor = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{anchor}.{node.module}" if node.module else anchor
-            else:
-                base = node.module or ""
+            base = imported_from(node, package)
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 out.add(full if full in known else base)
