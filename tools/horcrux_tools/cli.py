@@ -412,7 +412,15 @@ def cmd_season(args: argparse.Namespace) -> int:
     if args.ablation:
         from horcrux_tools.echo.ablation import write_ablation
 
-        print(write_ablation(args.ablation, games=args.games, seed=args.seed, rules=args.rules))
+        print(
+            write_ablation(
+                args.ablation,
+                games=args.games,
+                seed=args.seed,
+                rules=args.rules,
+                workers=args.workers,
+            )
+        )
         return 0
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else BASE_ARMS
     if args.all_arms:
@@ -608,6 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="play every opponent of the ablation table with every arm and write the "
         "table's generated section into FILE (docs/ECHO.md)",
+    )
+    sea.add_argument(
+        "--workers", type=_positive, default=2, help="--ablation: processes (default 2)"
     )
     sea.add_argument("--json", action="store_true")
     sea.set_defaults(func=cmd_season)

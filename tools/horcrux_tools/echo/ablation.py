@@ -225,10 +225,13 @@ def replace_section(text: str, section: str) -> str:
     return head + section + tail
 
 
-def write_ablation(path: str, *, games: int = 200, seed: int = 0, rules: str = "classic") -> str:
-    """Run the table, write `seasons.json` beside `path` and the section into `path`."""
+def write_ablation(
+    path: str, *, games: int = 200, seed: int = 0, rules: str = "classic", workers: int = 2
+) -> str:
+    """Run the table (its seasons in `workers` processes), write `seasons.json` beside
+    `path` and the section into `path`."""
     target = Path(path)
-    data = run_ablation(games, seed=seed, rules=rules)
+    data = run_ablation(games, seed=seed, rules=rules, workers=workers)
     (target.parent / "seasons.json").write_text(json.dumps(data, sort_keys=True) + "\n")
     section = render_section(data)
     target.write_text(replace_section(target.read_text(), section))
