@@ -27,8 +27,8 @@ from typing import Any, TextIO
 import pytest
 
 from horcrux_tools.cli import main
-from horcrux_tools.local import model_server as ms
-from horcrux_tools.local.model_server import (
+from horcrux_tools.local import model_build as ms
+from horcrux_tools.local.model_build import (
     PINS,
     Artifact,
     BuildSteps,
