@@ -20,7 +20,7 @@ from horcrux.agents.llm import LLMHarry, LLMVoldemort
 from horcrux.models import Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.views import harry_view, voldemort_view
-from horcrux_tools.local.model_build import ModelServer, running_model_server
+from horcrux_tools.local.model_server import ModelServer, running_model_server
 from horcrux_tools.sim import play_game
 
 pytestmark = pytest.mark.model

@@ -483,7 +483,7 @@ def test_a_spectator_watches_the_model_play_and_the_replay_shows_what_it_saw(
     """The real local model (llama.cpp's server, SmolLM2) plays Harry through `horcrux
     serve`; a spectator follows the game to its end, then the replay shows, for each of the
     model's moves, its gate tier, the context the model saw and what it replied."""
-    from horcrux_tools.local.model_build import running_model_server
+    from horcrux_tools.local.model_server import running_model_server
 
     with running_model_server(port=0, threads=1) as model:
         extra = {"HORCRUX_LOCAL_MODEL_URL": model.base_url}

@@ -398,7 +398,7 @@ def _grid_images(out: Any, data: dict[str, Any]) -> list[str]:
 
 def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
     """`workers` local model servers of one thread each, stopped when `stack` closes."""
-    from horcrux_tools.local.model_build import running_model_server
+    from horcrux_tools.local.model_server import running_model_server
 
     return [
         stack.enter_context(running_model_server(port=0, threads=1)).base_url
@@ -615,9 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
 
-    from horcrux_tools.local.model_build import add_model_parser
+    from horcrux_tools.local.model_cli import add_model_parser
 
-    add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_build.py)
+    add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_cli.py)
     return parser
 
 
