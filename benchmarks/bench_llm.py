@@ -23,7 +23,8 @@ from horcrux.memory.context import render_narrative
 from horcrux.models import Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.views import HarryView, harry_view
-from horcrux_tools.local.model_server import ModelNotBuilt, running_model_server
+from horcrux_tools.local.model_cache import ModelNotBuilt
+from horcrux_tools.local.model_server import running_model_server
 
 REPEATS = 5
 

