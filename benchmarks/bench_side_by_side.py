@@ -1,7 +1,10 @@
 """The default planner's speed beside another revision's, the same games, in one run.
 
-    .venv/bin/python benchmarks/bench_side_by_side.py --rev cd2ab67 [--games 200] [--rounds 3]
+    .venv/bin/python benchmarks/bench_side_by_side.py [--rev REV] [--games 200] [--rounds 3]
     .venv/bin/python benchmarks/bench_side_by_side.py --tree /path/to/old/checkout
+
+Without `--rev` or `--tree` the other side is `BASELINE` (the code before the runtime and
+the tools were split, the figure the redesign was measured against), when this clone has it.
 
 Each side is a fresh interpreter that imports its own tree's code (the runtime `shared/`,
 and `tools/` where that tree has one) and plays the same seeds, `planner` against
@@ -25,6 +28,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "cd2ab67"
+"""The default other side: the last revision before the redesign ("one runtime, one toolbox")."""
 
 CHILD = """
 import hashlib, json, sys, time
@@ -50,9 +55,7 @@ def tree_of_rev(rev: str, into: Path) -> Path:
     """`git archive REV shared tools` of this repository, unpacked under `into`."""
     archive = into / "tree.tar"
     paths = [p for p in ("shared", "tools") if _in_rev(rev, p)]
-    subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, *paths], check=True
-    )
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, *paths], check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(into / "tree", filter="data")
     return into / "tree"
@@ -60,7 +63,9 @@ def tree_of_rev(rev: str, into: Path) -> Path:
 
 def _in_rev(rev: str, path: str) -> bool:
     probe = subprocess.run(
-        ["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{path}"], capture_output=True
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{path}"],
+        check=False,
+        capture_output=True,
     )
     return probe.returncode == 0
 
@@ -84,12 +89,17 @@ def run_side(tree: Path, games: int) -> dict[str, float | str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    base = parser.add_mutually_exclusive_group(required=True)
+    base = parser.add_mutually_exclusive_group()
     base.add_argument("--rev", help="a git revision of this repository")
     base.add_argument("--tree", type=Path, help="another checkout (holding shared/)")
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.tree is None and args.rev is None:
+        if not _in_rev(BASELINE, "shared"):
+            print(f"the baseline {BASELINE} is not in this clone: pass --rev REV or --tree DIR")
+            return 0
+        args.rev = BASELINE
     with tempfile.TemporaryDirectory() as tmp:
         other = args.tree if args.tree else tree_of_rev(args.rev, Path(tmp))
         label = str(args.tree) if args.tree else args.rev

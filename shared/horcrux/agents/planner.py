@@ -431,7 +431,7 @@ MODE_PARAMS: dict[str, PlannerParams] = {
 """Knobs that go with a belief mode. `robust` adds an adversary who spends his budgets
 early and at random, whose decoys no sensor can tell from a Horcrux: with spare attacks,
 probing a likely location by attacking it is cheaper than waiting for certainty that
-never comes (docs/MEMORY.md has the sweep)."""
+never comes."""
 
 
 REFERENCE_RULE = PlannerParams(endgame=False)

@@ -28,8 +28,8 @@ class PlannerParams:
     info_target: str = "horcrux"  # "horcrux" (decoys are noise) or "responds" (the I_j)
     ties: str = "shuffle"  # among equal locations: "shuffle" (per-turn order) or "board"
     endgame: bool = True
-    # robustness to an adversary who knows the algorithm (docs/MEMORY.md, "A Harry whose
-    # algorithm is known"); the defaults are the rule before it
+    # robustness to an adversary who knows the algorithm (docs/MEMORY.md, "The policy");
+    # the defaults are the rule before it
     jitter: float = 0.0  # each turn's attack threshold is lowered by U(0, jitter), drawn
     # from Harry's private per-turn stream
     near: float = 0.0  # searches within this share of the best information are near-equal:
