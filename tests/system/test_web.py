@@ -527,3 +527,56 @@ def test_a_spectator_watches_the_model_play_and_the_replay_shows_what_it_saw(
             _shot(page, "replay-model")
             assert errors == []
             context.close()
+
+
+# ---------------------------------------------------------------- 6. a phone
+PHONE = {"width": 390, "height": 844}
+OVERFLOW = "document.scrollingElement.scrollWidth - window.innerWidth"
+WIDE = """() => [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+    .slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + e.getAttribute('data-testid')
+        + ' ' + Math.round(e.getBoundingClientRect().right))"""
+
+
+def _ai_game_over(served: Served) -> str:
+    """An AI-vs-AI game, played to its end by the server: its id."""
+    created = served.client.create_game(
+        {"kind": "ai", "brain": "planner"}, {"kind": "ai"}, rules="standard", seed=SEED
+    )
+    game_id: str = created["game_id"]
+    deadline = time.monotonic() + 120
+    while served.client.game(game_id)["status"] != "over":
+        assert time.monotonic() < deadline, "the AI-vs-AI game never ended"
+        time.sleep(0.2)  # polling a server-side game to its end, not a stand-in for an event
+    return game_id
+
+
+def test_the_lobby_a_game_and_the_replay_fit_a_phone(served: Served, browser: Browser) -> None:
+    finished = _ai_game_over(served)
+    served.client.create_game({"kind": "human"}, {"kind": "human"}, rules="standard")  # a row
+    errors: list[str] = []
+    context = browser.new_context(viewport=PHONE)  # type: ignore[arg-type]
+    context.set_default_timeout(UI_MS)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    expect(page.get_by_test_id("open-game").first).to_be_visible()
+    expect(page.get_by_test_id("over-games")).to_contain_text("Replay")
+    assert page.evaluate(OVERFLOW) <= 0, page.evaluate(WIDE)
+    _shot(page, "phone-lobby")
+    page.get_by_test_id("seed").fill(str(SEED))
+    page.get_by_test_id("new-game").click()
+    _my_turn(page, 1)
+    assert page.get_by_test_id("my-game").count() == 0  # the game screen, not the lobby
+    page.get_by_test_id("action-search").click()
+    assert page.evaluate(OVERFLOW) <= 0, page.evaluate(WIDE)
+    _shot(page, "phone-game")
+    page.goto(f"{served.url}/#/replay/{finished}")
+    expect(page.get_by_test_id("replay-slider")).to_be_visible()
+    assert page.evaluate(OVERFLOW) <= 0, page.evaluate(WIDE)
+    _shot(page, "phone-replay")
+    # the lobby again, now with a held seat (Resume / Leave) on show
+    page.goto(served.url + "/")
+    expect(page.get_by_test_id("my-game").first).to_be_visible()
+    assert page.evaluate(OVERFLOW) <= 0, page.evaluate(WIDE)
+    assert errors == []
+    context.close()

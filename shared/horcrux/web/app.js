@@ -212,7 +212,9 @@ function brainSelect(seat, testid) {
     "select",
     { name: `${seat}-brain`, "data-testid": testid, "aria-label": `${seatName(seat)} AI brain` },
     list.map((b) =>
-      h("option", { value: b.name, selected: b.default }, b.description ? `${b.name}: ${b.description}` : b.name),
+      // the name only (a description is long: it would widen the form past a phone's width);
+      // the description is the option's tooltip
+      h("option", { value: b.name, selected: b.default, title: b.description || null }, b.name),
     ),
   );
 }
