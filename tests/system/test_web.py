@@ -580,3 +580,34 @@ def test_the_lobby_a_game_and_the_replay_fit_a_phone(served: Served, browser: Br
     assert page.evaluate(OVERFLOW) <= 0, page.evaluate(WIDE)
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 7. Harry's log past turn 10
+def test_harrys_log_labels_each_turn_once_past_turn_ten(served: Served, browser: Browser) -> None:
+    created = served.client.create_game(
+        {"kind": "human"}, {"kind": "ai"}, rules="classic", seed=SEED
+    )
+    game_id, token = created["game_id"], created["token"]
+    for loc in STANDARD.locations[:11]:
+        served.client.move(game_id, token, {"type": "search", "location": loc})
+        served.client.wait(game_id, token, seat="harry")
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(f"{served.url}/#/game/{game_id}")
+    log = page.get_by_test_id("log")
+    expect(log.locator("li")).to_have_count(11)
+    texts = log.locator("li").all_inner_texts()
+    assert [t.split(" Harry ", 1)[0] for t in texts] == [f"Turn {n}" for n in range(11, 0, -1)]
+    assert all(t.count("Turn ") == 1 for t in texts), texts
+    assert "Harry searched" in texts[0], texts[0]
+    # no list number is drawn, so none can be cut; every label lies inside the panel
+    assert log.evaluate("e => getComputedStyle(e).listStyleType") == "none"
+    boxes = log.evaluate(
+        "e => [e.getBoundingClientRect().left, "
+        "Math.min(...[...e.querySelectorAll('.turn')].map(t => t.getBoundingClientRect().left))]"
+    )
+    assert boxes[1] >= boxes[0], boxes
+    _shot(page, "log-past-turn-10")
+    assert errors == []
+    context.close()

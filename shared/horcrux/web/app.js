@@ -876,9 +876,10 @@ function voldemortPanel(screen) {
 function logPanel(screen) {
   const v = screen.game.view;
   const items = [...v.history].reverse().map((rec) =>
-    h("li", {}, `T${rec.turn}: Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`),
+    h("li", {}, h("b", { class: "turn" }, `Turn ${rec.turn}`), ` Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`),
   );
-  return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ol", { class: "log", reversed: true, "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
+  // one label per item, the turn's (a numbered list would repeat it, and cut it past 9)
+  return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ul", { class: "log plain", "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
 }
 
 function endPanel(screen) {
@@ -1037,7 +1038,7 @@ function renderReplay(screen) {
         "div",
         { class: "panel" },
         h("h3", {}, "Every Voldemort move"),
-        vmoves.length ? h("ol", { class: "log", "data-testid": "voldemort-moves" }, vmoves.map((x) => h("li", {}, `T${x.turn}: ${describeAction(x.action)}`))) : h("p", {}, "Voldemort never moved a Horcrux nor planted a decoy."),
+        vmoves.length ? h("ul", { class: "log plain", "data-testid": "voldemort-moves" }, vmoves.map((x) => h("li", {}, h("b", { class: "turn" }, `Turn ${x.turn}`), ` ${describeAction(x.action)}`))) : h("p", {}, "Voldemort never moved a Horcrux nor planted a decoy."),
         h("p", { class: "muted" }, `and ${passes} pass${passes === 1 ? "" : "es"}.`),
       ),
       decisionPanel(screen.data.decisions || [], s),
