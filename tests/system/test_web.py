@@ -611,3 +611,30 @@ def test_harrys_log_labels_each_turn_once_past_turn_ten(served: Served, browser:
     _shot(page, "log-past-turn-10")
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 8. the replay's error page
+def test_the_replays_error_page_leads_back_to_the_lobby(served: Served, browser: Browser) -> None:
+    running = served.client.create_game({"kind": "human"}, {"kind": "ai"}, rules="standard")
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    cases = [
+        (running["game_id"], "still being played", "not_over"),
+        ("no-such-game", "no such", ""),
+    ]
+    for game_id, says, code in cases:
+        page.goto(f"{served.url}/#/replay/{game_id}")
+        expect(page.get_by_test_id("replay-error")).to_contain_text(says)
+        expect(page.get_by_test_id("message")).to_contain_text(f"No replay ({code or 'not_found'})")
+        expect(page.get_by_text("Loading the replay")).to_have_count(0)
+        if code:
+            _shot(page, "replay-error")
+            page.get_by_test_id("watch-instead").click()
+            expect(page.get_by_test_id("spectator")).to_be_visible()
+            page.go_back()
+            expect(page.get_by_test_id("replay-error")).to_be_visible()
+        page.get_by_test_id("back-to-lobby").click()
+        expect(page.get_by_test_id("lobby")).to_be_visible()
+    assert errors == []
+    context.close()

@@ -964,7 +964,34 @@ async function replayScreen(gameId) {
     data = (await api("GET", `/games/${encodeURIComponent(gameId)}/replay`)).data;
   } catch (err) {
     if (current !== screen) return;
-    message(`No replay: ${err.message}`);
+    // an error page with a way on, never a permanent "Loading"
+    const running = err.code === "not_over";
+    const why = running
+      ? "This game is still being played: its replay opens once it is over."
+      : err.status === 404
+        ? "There is no such game: it may have expired, or the link is wrong."
+        : "The replay could not be read.";
+    show(
+      h(
+        "section",
+        { "data-testid": "replay-error" },
+        messageBox(),
+        h(
+          "div",
+          { class: "panel" },
+          h("h2", {}, "No replay"),
+          h("p", {}, why),
+          h(
+            "div",
+            { class: "row" },
+            h("button", { class: "primary", "data-testid": "back-to-lobby", onclick: () => go("#/") }, "Back to the lobby"),
+            running ? h("button", { "data-testid": "watch-instead", onclick: () => go(`#/game/${encodeURIComponent(gameId)}`) }, "Watch it") : null,
+            !running && err.status !== 404 ? h("button", { onclick: () => route() }, "Try again") : null,
+          ),
+        ),
+      ),
+    );
+    message(`No replay (${err.code}): ${err.message}`);
     return;
   }
   if (current !== screen) return;
