@@ -638,3 +638,57 @@ def test_the_replays_error_page_leads_back_to_the_lobby(served: Served, browser:
         expect(page.get_by_test_id("lobby")).to_be_visible()
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 9. the lobby's choices and lists
+def test_named_opponents_and_lobby_lists_with_players(served: Served, browser: Browser) -> None:
+    truth = engine.new_game(STANDARD, SEED)[0].horcruxes
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    level = page.get_by_test_id("voldemort-level")
+    expect(level).to_be_visible()
+    options = level.locator("option")
+    assert options.all_text_contents() == ["Easy", "Cunning", "Devious"]
+    assert [options.nth(i).get_attribute("title") or "" for i in range(3)][2].startswith(
+        "brain: shadow"
+    )
+    assert level.input_value() == "reference"  # Cunning: the default brain
+    expect(page.get_by_test_id("voldemort-brain")).to_be_hidden()  # "any brain": advanced
+    # Devious by name: the game's Voldemort is the shadow brain
+    level.select_option(label="Devious")
+    page.get_by_test_id("player-name").fill("Neville")
+    page.get_by_test_id("seed").fill(str(SEED))
+    page.get_by_test_id("new-game").click()
+    expect(page.get_by_test_id("status")).to_contain_text("Voldemort: AI (shadow)")
+    game_id = _game_id(page)
+    token = _token(page, game_id)
+    # any brain, behind the advanced control
+    page.goto(served.url + "/")
+    page.get_by_test_id("advanced").locator("summary").click()
+    page.get_by_test_id("voldemort-brain").select_option("passive")
+    page.get_by_test_id("new-game").click()
+    expect(page.get_by_test_id("status")).to_contain_text("Voldemort: AI (passive)")
+    # the first game played to its end (three attacks where the Horcruxes are)
+    for loc in truth:
+        served.client.wait(game_id, token, seat="harry")
+        served.client.move(game_id, token, {"type": "attack", "location": loc})
+    assert served.client.game(game_id, token)["status"] == "over"
+    page.goto(served.url + "/")
+    mine = page.locator("[data-testid=my-game]", has_text=game_id)
+    expect(mine.get_by_test_id("my-replay")).to_be_visible()
+    expect(mine.get_by_test_id("resume")).to_have_count(0)
+    expect(mine).to_contain_text("finished")
+    running = page.locator("[data-testid=my-game]").filter(has_not_text=game_id)
+    expect(running.get_by_test_id("resume")).to_be_visible()
+    for table in ("active-games", "over-games"):
+        heads = page.get_by_test_id(table).locator("th").all_inner_texts()
+        assert [t.lower() for t in heads[:4]] == ["game", "rules", "players", "created"], heads
+    row = page.locator(f"[data-testid=over-games] [data-game='{game_id}']")
+    expect(row).to_contain_text("Harry: Neville")
+    _shot(page, "lobby-lists")
+    mine.get_by_test_id("my-replay").click()
+    expect(page.get_by_test_id("replay-slider")).to_be_visible()
+    assert errors == []
+    context.close()

@@ -181,6 +181,13 @@ function holdSeat(gameId, seat, token, name) {
   all[gameId] = { seat, token, name: name || null, since: Date.now() };
   localStorage.setItem(SEATS_KEY, JSON.stringify(all));
 }
+function markOver(gameId) {
+  // a held game seen finished: "Your games" offers its replay, not Resume
+  const all = heldSeats();
+  if (!all[gameId] || all[gameId].over) return;
+  all[gameId].over = true;
+  localStorage.setItem(SEATS_KEY, JSON.stringify(all));
+}
 function leaveSeat(gameId) {
   const all = heldSeats();
   delete all[gameId];
@@ -219,6 +226,32 @@ function brainSelect(seat, testid) {
   );
 }
 
+// named opponents: a few brains by a player's word for them, each naming its spec in the
+// tooltip; only those `GET /brains` lists are offered (the rest: "any brain", advanced)
+const NAMED = {
+  voldemort: [["Easy", "random"], ["Cunning", "reference"], ["Devious", "shadow"]],
+  harry: [["Easy", "naive"], ["Cunning", "seed-heuristic"], ["Devious", "planner"]],
+};
+function namedSelect(seat, testid) {
+  const list = (brains && brains[seat]) || [];
+  const known = new Map(list.map((b) => [b.name, b]));
+  const offered = NAMED[seat].filter(([, spec]) => known.has(spec));
+  const fallback = list.find((b) => b.default) || list[0];
+  const preferred = offered.find(([, spec]) => known.get(spec).default) || offered[1] || offered[0];
+  const options = offered.length ? offered : fallback ? [[cap(fallback.name), fallback.name]] : [];
+  return h(
+    "select",
+    { name: `${seat}-level`, "data-testid": testid, "aria-label": `${seatName(seat)}: the AI opponent` },
+    options.map(([label, spec]) =>
+      h(
+        "option",
+        { value: spec, selected: preferred && spec === preferred[1], title: `brain: ${spec}${known.get(spec) ? `: ${known.get(spec).description}` : ""}` },
+        label,
+      ),
+    ),
+  );
+}
+
 async function lobbyScreen() {
   const screen = (current = { kind: "lobby", timer: null, idle: 0 });
   await loadBrains();
@@ -253,16 +286,28 @@ async function lobbyScreen() {
   const harryBrain = brainSelect("harry", "harry-brain");
   const voldemortBrain = brainSelect("voldemort", "voldemort-brain");
   const seed = h("input", { name: "seed", "data-testid": "seed", inputmode: "numeric", placeholder: "random" });
-  const harryRow = h("label", {}, h("span", {}, "AI Harry"), harryBrain);
-  const voldemortRow = h("label", {}, h("span", {}, "AI Voldemort"), voldemortBrain);
+  const harryLevel = namedSelect("harry", "harry-level");
+  const voldemortLevel = namedSelect("voldemort", "voldemort-level");
+  const advanced = h(
+    "details",
+    { "data-testid": "advanced" },
+    h("summary", { class: "muted" }, "Advanced: any brain"),
+    h("p", { class: "muted" }, "When open, these choose the AI (the brains GET /brains lists; each one's description is its tooltip)."),
+  );
+  const harryRow = h("label", {}, h("span", {}, "AI Harry"), harryLevel);
+  const voldemortRow = h("label", {}, h("span", {}, "AI Voldemort"), voldemortLevel);
+  const harryAny = h("label", {}, h("span", {}, "any Harry"), harryBrain);
+  const voldemortAny = h("label", {}, h("span", {}, "any Voldemort"), voldemortBrain);
+  advanced.append(harryAny, voldemortAny);
   const sync = () => {
     const me = mySeat.value;
     opponent.disabled = me === "none";
     if (me === "voldemort" && opponent.value === "human") opponent.value = "ai";
     opponent.options[1].disabled = me === "voldemort"; // the creator of a 2-player game is Harry
     const ai = opponent.value === "ai" || me === "none";
-    harryRow.hidden = !(me === "none" || (me === "voldemort" && ai));
-    voldemortRow.hidden = !(me === "none" || (me === "harry" && ai));
+    harryRow.hidden = harryAny.hidden = !(me === "none" || (me === "voldemort" && ai));
+    voldemortRow.hidden = voldemortAny.hidden = !(me === "none" || (me === "harry" && ai));
+    advanced.hidden = harryRow.hidden && voldemortRow.hidden;
   };
   mySeat.addEventListener("change", sync);
   opponent.addEventListener("change", sync);
@@ -274,6 +319,7 @@ async function lobbyScreen() {
     h("label", {}, h("span", {}, "Against"), opponent),
     harryRow,
     voldemortRow,
+    advanced,
     h("label", {}, h("span", {}, "Rules"), rules),
     h("label", {}, h("span", {}, "Seed"), seed),
     h("div", { class: "row" }, h("button", { class: "primary", type: "submit", "data-testid": "new-game" }, "Start a new game")),
@@ -285,7 +331,8 @@ async function lobbyScreen() {
     const seat = (s) => {
       if (me === s) return withName({ kind: "human" }, nameInput.value);
       if (me !== "none" && opponent.value === "human") return { kind: "human" };
-      return { kind: "ai", brain: (s === "harry" ? harryBrain : voldemortBrain).value };
+      const chosen = advanced.open ? (s === "harry" ? harryBrain : voldemortBrain) : s === "harry" ? harryLevel : voldemortLevel;
+      return { kind: "ai", brain: chosen.value };
     };
     const body = { seats: { harry: seat("harry"), voldemort: seat("voldemort") }, rules: rules.value };
     if (seed.value.trim() !== "") {
@@ -335,8 +382,8 @@ async function lobbyScreen() {
             h("h2", {}, "Open games: join a free seat"),
             h("table", { "data-testid": "open-games" }, h("thead", {}, h("tr", {}, h("th", {}, "game"), h("th", {}, "rules"), h("th", {}, "players"), h("th", {}, "created"), h("th", {}, ""))), open),
           ),
-          h("div", { class: "panel" }, h("h2", {}, "Being played: watch"), h("table", { "data-testid": "active-games" }, active)),
-          h("div", { class: "panel" }, h("h2", {}, "Finished: replays"), h("table", { "data-testid": "over-games" }, over)),
+          h("div", { class: "panel" }, h("h2", {}, "Being played: watch"), h("table", { "data-testid": "active-games" }, listHead(), active)),
+          h("div", { class: "panel" }, h("h2", {}, "Finished: replays"), h("table", { "data-testid": "over-games" }, listHead(), over)),
         ),
       ),
     ),
@@ -349,11 +396,13 @@ async function lobbyScreen() {
         "tr",
         { "data-testid": "my-game" },
         h("td", {}, h("code", {}, gameId)),
-        h("td", {}, `${seatName(rec.seat)}${rec.name ? ` as ${rec.name}` : ""}`),
+        h("td", {}, `${seatName(rec.seat)}${rec.name ? ` as ${rec.name}` : ""}${rec.over ? " · finished" : ""}`),
         h(
           "td",
           { class: "row" },
-          h("button", { onclick: () => go(`#/game/${encodeURIComponent(gameId)}`) }, "Resume"),
+          rec.over
+            ? h("button", { "data-testid": "my-replay", onclick: () => go(`#/replay/${encodeURIComponent(gameId)}`) }, "Replay")
+            : h("button", { "data-testid": "resume", onclick: () => go(`#/game/${encodeURIComponent(gameId)}`) }, "Resume"),
           h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(gameId); route(); } }, "Leave"),
         ),
       ),
@@ -368,6 +417,11 @@ async function lobbyScreen() {
       if (current !== screen) return;
       fillOpen(open, o.data.games, nameInput);
       fillList(active, a.data.games, "Watch", (id) => `#/game/${encodeURIComponent(id)}`, "No game is being played.");
+      const ended = v.data.games.filter((g) => heldSeats()[g.game_id] && !heldSeats()[g.game_id].over);
+      if (ended.length) {
+        for (const g of ended) markOver(g.game_id);
+        return route(); // "Your games" again, with a Replay for the finished ones
+      }
       fillList(over, v.data.games.slice(-10).reverse(), "Replay", (id) => `#/replay/${encodeURIComponent(id)}`, "No finished game yet.");
       screen.idle = 0;
     } catch (err) {
@@ -412,16 +466,23 @@ function fillOpen(tbody, games, nameInput) {
     );
   }
 }
+const listHead = () => h("thead", {}, h("tr", {}, h("th", {}, "game"), h("th", {}, "rules"), h("th", {}, "players"), h("th", {}, "created"), h("th", {}, "")));
+// the players of a listed game: the API's `names` (a person's name per seat), else "AI or a player"
+function players(g) {
+  const names = g.names || {};
+  return ["harry", "voldemort"].map((s) => `${seatName(s)}: ${names[s] || "AI or unnamed"}`).join(", ");
+}
 function fillList(tbody, games, label, href, empty) {
   tbody.replaceChildren();
-  if (!games.length) tbody.append(h("tr", {}, h("td", { class: "muted" }, empty)));
+  if (!games.length) tbody.append(h("tr", {}, h("td", { class: "muted", colspan: 5 }, empty)));
   for (const g of games) {
     tbody.append(
       h(
         "tr",
-        {},
+        { "data-testid": "listed-game", "data-game": g.game_id },
         h("td", {}, h("code", {}, g.game_id.slice(0, 8))),
         h("td", {}, g.rules),
+        h("td", {}, players(g)),
         h("td", {}, ago(g.created_at)),
         h("td", {}, h("button", { onclick: () => go(href(g.game_id)) }, label)),
       ),
@@ -525,6 +586,7 @@ async function refreshGame(screen, first) {
     } else {
       screen.game = r.data;
       screen.etag = r.etag;
+      if (r.data.status === "over") markOver(screen.id);
       screen.idle = 0;
       renderGame(screen);
     }
@@ -717,6 +779,7 @@ async function play(screen, action) {
     if (current !== screen) return;
     screen.game = r.data.game;
     screen.etag = r.etag;
+    if (r.data.game.status === "over") markOver(screen.id);
     const ev = r.data.event;
     const result = ev && ev.observations && ev.observations.length ? `: ${resultOf(action, ev.observations)}` : "";
     screen.note = { text: `You ${describeAction(action)}${result}.`, kind: "info" };
