@@ -692,3 +692,52 @@ def test_named_opponents_and_lobby_lists_with_players(served: Served, browser: B
     expect(page.get_by_test_id("replay-slider")).to_be_visible()
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 10. a wasted attack, explained
+def test_a_wasted_attack_says_what_it_can_mean(served: Served, browser: Browser) -> None:
+    """Harry (the page) attacks a decoy Voldemort (the API) planted where Harry had searched,
+    then a location whose Horcrux Voldemort moved after Harry's positive there: each attack
+    gets one line on what it can mean, in the message and in Harry's log."""
+    truth = engine.new_game(STANDARD, SEED)[0].horcruxes
+    free = [loc for loc in STANDARD.locations if loc not in truth]
+    created = served.client.create_game(
+        {"kind": "human"}, {"kind": "human"}, rules="classic", seed=SEED
+    )
+    game_id, harry = created["game_id"], created["token"]
+    vold = served.client.join(game_id, "voldemort")["token"]
+    served.client.move(game_id, harry, {"type": "search", "location": free[0]})
+    served.client.move(game_id, vold, {"type": "plant_decoy", "location": free[0]})
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    seats = {game_id: {"seat": "harry", "token": harry, "name": None}}
+    page.evaluate("s => localStorage.setItem('horcrux.seats.v1', s)", json.dumps(seats))
+    page.goto(f"{served.url}/#/game/{game_id}")
+    _my_turn(page, 2)
+    page.get_by_test_id("action-attack").click()
+    page.get_by_test_id(f"loc-{free[0]}").click()
+    expect(page.get_by_test_id("message")).to_contain_text("A decoy at")
+    expect(page.get_by_test_id("why-wasted")).to_contain_text("A decoy at")
+    # Harry searches a Horcrux's location until a positive; Voldemort then moves it away
+    served.client.move(game_id, vold, {"type": "pass"})
+    turn = 3
+    while True:
+        game = served.client.move(game_id, harry, {"type": "search", "location": truth[0]})
+        outcome = game["event"]["observations"][0]["outcome"]
+        if outcome == "positive":
+            break
+        served.client.move(game_id, vold, {"type": "pass"})
+        turn += 1
+    move = {"type": "relocate", "from_location": truth[0], "to_location": free[1]}
+    served.client.move(game_id, vold, move)
+    _my_turn(page, turn + 1)
+    page.get_by_test_id("action-attack").click()
+    page.get_by_test_id(f"loc-{truth[0]}").click()
+    says = f"moved after your positive at turn {turn}"
+    expect(page.get_by_test_id("message")).to_contain_text(says)
+    expect(page.get_by_test_id("why-wasted").first).to_contain_text(says)
+    _shot(page, "wasted-attack")
+    assert errors == []
+    context.close()

@@ -782,7 +782,8 @@ async function play(screen, action) {
     if (r.data.game.status === "over") markOver(screen.id);
     const ev = r.data.event;
     const result = ev && ev.observations && ev.observations.length ? `: ${resultOf(action, ev.observations)}` : "";
-    screen.note = { text: `You ${describeAction(action)}${result}.`, kind: "info" };
+    const why = ev && ev.observations ? whyWasted(r.data.game.view.history, { turn: ev.turn ?? g.view.turn, observations: ev.observations }) : null;
+    screen.note = { text: `You ${describeAction(action)}${result}.${why ? ` ${why}` : ""}`, kind: "info" };
   } catch (err) {
     if (current !== screen) return;
     if (err.data && err.data.game) screen.game = err.data.game;
@@ -936,10 +937,34 @@ function voldemortPanel(screen) {
   );
 }
 
+// After an attack that destroyed nothing: one line on what it can mean, from Harry's own
+// history before that turn (his positives there), never from anything he cannot see.
+function whyWasted(history, rec) {
+  const att = rec.observations.find((o) => o.kind === "attack");
+  if (!att || att.outcome === "destroyed") return null;
+  const at = att.location;
+  const before = history.filter((r) => r.turn < rec.turn);
+  const pos = [];
+  for (const r of before) for (const o of r.observations) if (o.kind === "search" && o.location === at && o.outcome === "positive") pos.push(r.turn);
+  const n = pos.length;
+  const last = n ? pos[n - 1] : null;
+  if (att.outcome === "decoy")
+    return `A decoy at ${place(at)}: Voldemort plants decoys where your evidence points, and a decoy answers a search like a Horcrux${n ? ` (${n} positive${n === 1 ? "" : "s"} here)` : ""}; the attack is spent.`;
+  if (last !== null)
+    return `Nothing at ${place(at)}: a Horcrux there may have been moved after your positive at turn ${last} (Voldemort may move one after a positive), or the positives were false alarms (15% each).`;
+  return `Nothing at ${place(at)}: no search of yours had pointed here.`;
+}
+
 function logPanel(screen) {
   const v = screen.game.view;
   const items = [...v.history].reverse().map((rec) =>
-    h("li", {}, h("b", { class: "turn" }, `Turn ${rec.turn}`), ` Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`),
+    h(
+      "li",
+      {},
+      h("b", { class: "turn" }, `Turn ${rec.turn}`),
+      ` Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`,
+      whyWasted(v.history, rec) ? h("span", { class: "why", "data-testid": "why-wasted" }, whyWasted(v.history, rec)) : null,
+    ),
   );
   // one label per item, the turn's (a numbered list would repeat it, and cut it past 9)
   return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ul", { class: "log plain", "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
