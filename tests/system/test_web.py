@@ -217,6 +217,11 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
                 expect(tile).to_have_text(f"{math.floor(p * 100 + 0.5)}%")  # JS Math.round
     expect(page.get_by_test_id("end")).to_contain_text("You won!")
     expect(page.get_by_test_id("end")).to_contain_text("every Horcrux destroyed")
+    # the end screen says where everything really was (the replay, released after the end)
+    expect(page.get_by_test_id("end-truth")).to_contain_text(
+        "Horcruxes at " + ", ".join(loc.replace("-", " ").title() for loc in truth)
+    )
+    expect(page.get_by_test_id("end-truth")).to_contain_text("Horcruxes left at none")
     # each move's time from its click to its result painted (pushed on the next frame)
     _wait_for_moves(page, 4)
     moves = page.evaluate("window.horcruxMetrics.moves")

@@ -975,11 +975,14 @@ function endPanel(screen) {
   const won = g.your_seat && g.winner === g.your_seat;
   const lost = g.your_seat && g.winner && g.winner !== g.your_seat;
   const title = won ? "You won!" : lost ? "You lost." : `${seatName(g.winner)} wins.`;
+  const truth = h("div", { "data-testid": "end-truth" }, h("p", { class: "muted" }, "Reading where everything really was…"));
+  endTruth(screen, truth);
   return h(
     "div",
     { class: "panel end", "data-testid": "end" },
     h("h2", {}, title),
     h("p", {}, `${seatName(g.winner)} wins: ${g.end_reason || ""}.`),
+    truth,
     h(
       "div",
       { class: "row" },
@@ -988,6 +991,25 @@ function endPanel(screen) {
       h("button", { onclick: () => go("#/") }, "Lobby"),
     ),
   );
+}
+// where every Horcrux and decoy really was: the replay (released after the end), read once
+async function endTruth(screen, box) {
+  if (!screen.truth) {
+    try {
+      screen.truth = (await api("GET", `/games/${encodeURIComponent(screen.id)}/replay`)).data.replay;
+    } catch (err) {
+      box.replaceChildren(h("p", { class: "muted" }, `Where everything was could not be read (${err.code}): ${err.message}`));
+      return;
+    }
+  }
+  const steps = screen.truth.steps;
+  const lines = [h("li", {}, h("b", { class: "turn" }, "Start"), ` Horcruxes at ${steps[0].horcruxes.map(place).join(", ")}`)];
+  for (const st of steps) {
+    if (st.actor === "voldemort" && st.action && st.action.type !== "pass") lines.push(h("li", {}, h("b", { class: "turn" }, `Turn ${st.turn}`), ` Voldemort ${describeAction(st.action)}`));
+  }
+  const last = steps[steps.length - 1];
+  lines.push(h("li", {}, h("b", { class: "turn" }, "End"), ` Horcruxes left at ${last.horcruxes.map(place).join(", ") || "none"}; decoys at ${last.decoys.map(place).join(", ") || "none"}`));
+  box.replaceChildren(h("h3", {}, "Where everything really was"), h("ul", { class: "log plain" }, lines));
 }
 async function rematch(g) {
   const seat = (s) => {
