@@ -9,7 +9,8 @@
 * `route_cost`: the tokens a request takes from its client's bucket; a lobby page costs
   more the more games it asks for.
 * `LobbyCache`: `GET /games` pages (public, the same for every caller) answered from a
-  copy at most `ttl_s` old; concurrent misses for one page wait for one computation.
+  copy at most `ttl_s` old; concurrent misses for one page wait for one computation; a game
+  created or joined through this server clears it (the creator sees their game at once).
 """
 
 from __future__ import annotations
@@ -179,6 +180,14 @@ def is_lobby(method: str, path: str) -> bool:
     return method in ("GET", "HEAD") and path.rstrip("/") == "/games"
 
 
+def changes_lobby(method: str, path: str, status: int) -> bool:
+    """A game created or a seat taken: what a lobby page lists changed."""
+    trimmed = path.rstrip("/")
+    return (
+        method == "POST" and 200 <= status < 300 and (trimmed == "/games" or "/seats/" in trimmed)
+    )
+
+
 def route_cost(method: str, path: str, query: str) -> float:
     """Tokens a request takes: 1, a lobby page 1 + 0.1 per game asked for."""
     if is_lobby(method, path):
@@ -199,6 +208,11 @@ class LobbyCache:
         self._pages: dict[str, tuple[float, dict[str, Any]]] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget every page (a game was created or joined: the next read sees it)."""
+        with self._lock:
+            self._pages.clear()
 
     def get(self, query: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The cached response for `query`, or `compute()`'s (kept only if a 200)."""
@@ -230,6 +244,7 @@ __all__ = [
     "READ_DEADLINE_S",
     "ConnectionGuard",
     "LobbyCache",
+    "changes_lobby",
     "guarded_channel",
     "is_lobby",
     "lobby_limit",

@@ -36,7 +36,7 @@ from urllib.parse import parse_qsl, urlsplit
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
 from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
-from horcrux_tools.local.guard import LobbyCache, is_lobby, route_cost
+from horcrux_tools.local.guard import LobbyCache, changes_lobby, is_lobby, route_cost
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -448,6 +448,9 @@ class ApiGatewayWsgi:
                 response = self.lobby_cache.get(query, lambda: self.invoke(event))
             else:
                 response = self.invoke(event)
+                status = int(response.get("statusCode", 500))
+                if self.lobby_cache is not None and changes_lobby(method, path, status):
+                    self.lobby_cache.clear()
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
             log.exception("the API handler failed on %s %s", method, target)
             return (
