@@ -199,6 +199,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         channel_timeout_s=args.channel_timeout,
         play_rate=rate(args.rate),
         create_rate=rate(args.create_rate),
+        read_deadline_s=args.read_deadline,
+        per_client_connections=args.max_client_connections,
+        connection_limit=args.max_connections,
+        lobby_cache_s=args.lobby_cache,
     )
     return serve(args.host, args.port, quiet=args.quiet, options=options)
 
@@ -525,6 +529,32 @@ def build_parser() -> argparse.ArgumentParser:
         default="1/10",
         help="per-client limit on POST /games, RATE[/BURST] (default 1/10; off: none)",
     )
+    srv.add_argument(
+        "--read-deadline",
+        type=_positive_float,
+        default=10.0,
+        help="seconds from a request's first byte to its last (headers and body), however "
+        "steadily it trickles; past it 408 and the connection is closed (default 10)",
+    )
+    srv.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=1000,
+        help="connections open at once in all; more wait in the listen backlog (default 1000)",
+    )
+    srv.add_argument(
+        "--max-client-connections",
+        type=_positive,
+        default=100,
+        help="connections open at once from one client address; one more gets 429 and is "
+        "closed (default 100)",
+    )
+    srv.add_argument(
+        "--lobby-cache",
+        type=_non_negative_float,
+        default=1.0,
+        help="seconds a GET /games page is answered from a copy (default 1; 0: never)",
+    )
     srv.add_argument("--no-limits", action="store_true", help="no rate limits (benchmarks)")
     srv.set_defaults(func=cmd_serve)
 
@@ -651,6 +681,20 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be over 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 

@@ -29,6 +29,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "route_not_found": 404,
     # 405: the path exists, not with this method (the answer carries `Allow`)
     "method_not_allowed": 405,
+    # 408: the local server's read deadline (a request trickled in too slowly)
+    "request_timeout": 408,
     # 409: the request is fine but the game is not in a state to accept it
     "not_your_turn": 409,
     "game_over": 409,

@@ -222,11 +222,13 @@ def start_dynamodb(host: str = "127.0.0.1", port: int = 0) -> LocalDynamo:
 # ---------------------------------------------------------------- health
 UNREACHABLE = "dynamodb unreachable"
 TABLES_MISSING = "tables missing"
+BUSY = "dynamodb busy"
+"""Connected, but no answer within the probe's timeout: overloaded or stalled (not down)."""
 
 
 @dataclass(frozen=True)
 class DynamoHealth:
-    """One DescribeTable round: `problem` is None, UNREACHABLE or TABLES_MISSING."""
+    """One DescribeTable round: `problem` is None, UNREACHABLE, BUSY or TABLES_MISSING."""
 
     endpoint: str
     problem: str | None = None
@@ -304,6 +306,15 @@ class DynamoWatch:
                         raise
                     missing.append(table)
         except Exception as exc:
+            from botocore.exceptions import ReadTimeoutError
+
+            if isinstance(exc, ReadTimeoutError):  # it took the connection: slow, not gone
+                return DynamoHealth(
+                    self.endpoint,
+                    BUSY,
+                    f"connected, but DescribeTable did not answer within {self.timeout_s:g} s "
+                    "(overloaded or stalled)",
+                )
             return DynamoHealth(self.endpoint, UNREACHABLE, f"{type(exc).__name__}: {exc}")
         if not missing:
             return DynamoHealth(self.endpoint, recreated=self.recreated)
@@ -348,6 +359,7 @@ def _aws_code(exc: BaseException) -> str | None:
 
 
 __all__ = [
+    "BUSY",
     "ENDPOINT_ENV",
     "STORE_ENDPOINT_ENV",
     "TABLES_MISSING",

@@ -41,6 +41,14 @@ from horcrux_tools.local.ai_turns import (
     stream_record,
     waiting_for_ai,
 )
+from horcrux_tools.local.guard import (
+    LOBBY_CACHE_S,
+    PER_CLIENT_CONNECTIONS,
+    READ_DEADLINE_S,
+    ConnectionGuard,
+    LobbyCache,
+    guarded_channel,
+)
 from horcrux_tools.local.moto_server import DynamoWatch, LocalDynamo, start_dynamodb
 from horcrux_tools.local.wsgi import (
     CREATE_RATE,
@@ -81,6 +89,16 @@ class ServerOptions:
     """Per client, every route but POST /games (None: no limit)."""
     create_rate: Rate | None = CREATE_RATE
     """Per client, POST /games (None: no limit)."""
+    read_deadline_s: float = READ_DEADLINE_S
+    """A request's headers and body must all arrive within this many seconds of its first
+    byte (else 408 and the connection is closed), however steadily they trickle."""
+    per_client_connections: int = PER_CLIENT_CONNECTIONS
+    """Connections open at once from one client address (one more: 429 and closed)."""
+    lobby_cache_s: float = LOBBY_CACHE_S
+    """`GET /games` pages are answered from a copy at most this old (0: never)."""
+
+    def guard(self) -> ConnectionGuard:
+        return ConnectionGuard(self.read_deadline_s, self.per_client_connections)
 
     def limiter(self) -> RateLimiter | None:
         if self.play_rate is None and self.create_rate is None:
@@ -123,7 +141,14 @@ def json_error_channel() -> type:
 class LocalHttpServer:
     """A waitress server whose loop `serve_forever()` runs until `stop()` (any thread)."""
 
-    def __init__(self, app: Any, host: str, port: int, options: ServerOptions) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str,
+        port: int,
+        options: ServerOptions,
+        guard: ConnectionGuard | None = None,
+    ) -> None:
         from waitress.server import create_server
 
         # waitress warns "Task queue depth is N" whenever a request waits for a thread
@@ -141,7 +166,8 @@ class LocalHttpServer:
             ident="horcrux-local",
             clear_untrusted_proxy_headers=True,
         )
-        self._server.channel_class = json_error_channel()
+        self.guard = guard or options.guard()
+        self._server.channel_class = guarded_channel(json_error_channel(), self.guard)
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._closed = False
@@ -158,9 +184,14 @@ class LocalHttpServer:
         from waitress import wasyncore
 
         server = self._server
+        next_sweep = 0.0
         try:
             while not self._stop.is_set():
-                wasyncore.loop(timeout=0.5, map=server._map, use_poll=True, count=1)
+                wasyncore.loop(timeout=0.25, map=server._map, use_poll=True, count=1)
+                now = time.monotonic()
+                if now >= next_sweep:  # requests past their read deadline
+                    next_sweep = now + 0.25
+                    self.guard.sweep(server.active_channels.values())
         finally:
             self._close_sockets()
             self._stopped.set()
@@ -306,14 +337,25 @@ def start_stack(
             GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
+        guard = options.guard()
+        lobby = LobbyCache(options.lobby_cache_s) if options.lobby_cache_s > 0 else None
+
+        def dropped() -> dict[str, Any]:
+            extras: dict[str, Any] = {"dropped": guard.stats()}
+            if lobby is not None:
+                extras["lobby_cache"] = {"hits": lobby.hits, "misses": lobby.misses}
+            return extras
+
         app = ApiGatewayWsgi(
             HandlerPool(options.threads, load_api_handler),
             ai=ai,
             health=health_of(watch),
             limiter=options.limiter(),
             log_to=log_to,
+            lobby_cache=lobby,
+            health_extras=dropped,
         )
-        httpd = LocalHttpServer(app, host, port, options)
+        httpd = LocalHttpServer(app, host, port, options, guard)
     except BaseException:
         if ai is not None:
             ai.stop(0)

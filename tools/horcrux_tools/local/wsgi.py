@@ -36,6 +36,7 @@ from urllib.parse import parse_qsl, urlsplit
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
 from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
+from horcrux_tools.local.guard import LobbyCache, changes_lobby, is_lobby, route_cost
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -320,18 +321,20 @@ class RateLimiter:
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def take(self, client: str, kind: str) -> float:
+    def take(self, client: str, kind: str, cost: float = 1.0) -> float:
+        """Take `cost` tokens (an expensive route takes more; at most the burst)."""
         rate = self.rates[kind]
+        cost = min(max(cost, 0.0), rate.burst)
         now = self._clock()
         with self._lock:
             tokens, at = self._buckets.get((client, kind), (rate.burst, now))
             tokens = min(rate.burst, tokens + (now - at) * rate.per_s)
-            if tokens >= 1:
-                self._buckets[(client, kind)] = (tokens - 1, now)
+            if tokens >= cost:
+                self._buckets[(client, kind)] = (tokens - cost, now)
                 wait = 0.0
             else:
                 self._buckets[(client, kind)] = (tokens, now)
-                wait = (1 - tokens) / rate.per_s
+                wait = (cost - tokens) / rate.per_s
             if len(self._buckets) > MAX_CLIENTS:  # forget the fullest (idle) buckets
                 self._buckets = dict(list(self._buckets.items())[-MAX_CLIENTS // 2 :])
             return wait
@@ -356,6 +359,8 @@ class ApiGatewayWsgi:
         limiter: RateLimiter | None = None,
         log_to: TextIO | None = None,
         timeout_s: float = API_TIMEOUT_S,
+        lobby_cache: LobbyCache | None = None,
+        health_extras: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.handler = handler
         self.ai = ai
@@ -364,6 +369,8 @@ class ApiGatewayWsgi:
         self.log_to = log_to
         self.timeout_s = timeout_s
         self.throttled = 0
+        self.lobby_cache = lobby_cache
+        self.health_extras = health_extras
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         context = FakeLambdaContext(function_name="horcrux-api", timeout_s=self.timeout_s)
@@ -402,6 +409,8 @@ class ApiGatewayWsgi:
                     "ai_retrying": self.ai.retrying(),
                     "ai_failures": self.ai.failures,
                 }
+            if self.health_extras is not None:
+                payload = {**payload, **self.health_extras()}
             headers = {"Content-Type": "application/json", "Cache-Control": "no-store"}
             if status == 503:
                 headers["Retry-After"] = str(RETRY_AFTER_S)
@@ -412,14 +421,16 @@ class ApiGatewayWsgi:
         client = str(environ.get("REMOTE_ADDR") or "unknown")
         kind = limit_kind(method, path)
         if self.limiter is not None and kind is not None:
-            wait = self.limiter.take(client, kind)
+            cost = route_cost(method, path, urlsplit(target).query)
+            wait = self.limiter.take(client, kind, cost)
             if wait > 0:
                 self.throttled += 1
                 rate = self.limiter.rates[kind]
                 what = "new games" if kind == "create" else "requests"
+                costs = f"; this request costs {cost:g}" if cost != 1 else ""
                 message = (
                     f"too many {what} from {client}: at most {rate.per_s:g}/s "
-                    f"(burst {rate.burst:g}); retry after {wait:.2f} s"
+                    f"(burst {rate.burst:g}{costs}); retry after {wait:.2f} s"
                 )
                 return (
                     status_for("throttled"),
@@ -432,7 +443,14 @@ class ApiGatewayWsgi:
         body = environ["wsgi.input"].read() if environ.get("wsgi.input") is not None else b""
         event = api_gateway_event(method, target, environ_headers(environ), body, source_ip=client)
         try:
-            response = self.invoke(event)
+            if self.lobby_cache is not None and is_lobby(method, path):
+                query = urlsplit(target).query
+                response = self.lobby_cache.get(query, lambda: self.invoke(event))
+            else:
+                response = self.invoke(event)
+                status = int(response.get("statusCode", 500))
+                if self.lobby_cache is not None and changes_lobby(method, path, status):
+                    self.lobby_cache.clear()
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
             log.exception("the API handler failed on %s %s", method, target)
             return (
