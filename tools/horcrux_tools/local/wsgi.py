@@ -383,6 +383,8 @@ class ApiGatewayWsgi:
         except ValueError:
             reason = ""
         out = [(k, v) for k, v in headers.items() if k.lower() not in _HOP_BY_HOP]
+        if not any(k.lower() == "x-content-type-options" for k, _ in out):
+            out.append(("X-Content-Type-Options", "nosniff"))  # /healthz, 429s, 500s too
         out.append(("Content-Length", str(len(body))))
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:

@@ -1,0 +1,108 @@
+"""`horcrux serve`'s HTTP server (waitress, `server.LocalHttpServer`) at the edges it answers
+itself, before the API: a transfer coding it does not read is the client's 400, a declared
+body over the limit with `Expect: 100-continue` is an immediate 413 (no "100 Continue"),
+both with the API's JSON error body and `nosniff`. A stub WSGI app stands in for the API:
+it must never be called."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from horcrux_tools.local.server import LocalHttpServer, ServerOptions
+
+SOCKET_TIMEOUT_S = 30.0  # a hang fails the test instead of blocking it
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[LocalHttpServer, list[str]]]:
+    called: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        called.append(str(environ.get("PATH_INFO")))
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+    http = LocalHttpServer(app, "127.0.0.1", 0, ServerOptions(threads=2))
+    loop = threading.Thread(target=http.serve_forever, daemon=True)
+    loop.start()
+    try:
+        yield http, called
+    finally:
+        http.stop()
+        http.shutdown_threads()
+
+
+def exchange(http: LocalHttpServer, request: bytes) -> bytes:
+    """Send `request`, then read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", http.port), timeout=SOCKET_TIMEOUT_S) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def json_error(reply: bytes) -> tuple[bytes, dict[str, Any]]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return head.lower(), json.loads(body)
+
+
+def test_a_transfer_coding_other_than_chunked_is_a_json_400(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    body = b"5\r\nhello\r\n0\r\n\r\n"
+    request = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: gzip, chunked\r\n\r\n" + body
+    )
+    reply = exchange(http, request)
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+    head, error = json_error(reply)
+    assert error["error"] == "unsupported_transfer_encoding"
+    assert "Transfer-Encoding other than chunked" in error["message"]
+    assert b"content-type: application/json" in head
+    assert b"x-content-type-options: nosniff" in head
+    assert called == []
+
+
+def test_a_declared_body_over_the_limit_with_expect_continue_is_an_immediate_413(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    request = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n"
+    )
+    reply = exchange(http, request)  # no body is ever sent: a hang would time out
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"100 Continue" not in reply
+    head, error = json_error(reply)
+    assert error["error"] == "payload_too_large"
+    assert b"x-content-type-options: nosniff" in head
+    assert called == []
+
+
+def test_a_body_within_the_limit_with_expect_continue_still_gets_100_continue(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    with socket.create_connection(("127.0.0.1", http.port), timeout=SOCKET_TIMEOUT_S) as sock:
+        sock.sendall(
+            b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
+            b"Expect: 100-continue\r\nConnection: close\r\n\r\n"
+        )
+        interim = sock.recv(64)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        sock.sendall(b"{}")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert b"HTTP/1.1 200" in reply
+    assert called == ["/games"]
