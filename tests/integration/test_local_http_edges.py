@@ -2,10 +2,11 @@
 itself, before the API: a transfer coding it does not read is the client's 400, a declared
 body over the limit with `Expect: 100-continue` is an immediate 413 (no "100 Continue"),
 both with the API's JSON error body and `nosniff`. A stub WSGI app stands in for the API:
-it must never be called."""
+it must never be called. The request log shows query keys, never their values."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import threading
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from horcrux_tools.local.server import LocalHttpServer, ServerOptions
+from horcrux_tools.local.wsgi import ApiGatewayWsgi
 
 SOCKET_TIMEOUT_S = 30.0  # a hang fails the test instead of blocking it
 
@@ -106,3 +108,46 @@ def test_a_body_within_the_limit_with_expect_continue_still_gets_100_continue(
             reply += chunk
     assert b"HTTP/1.1 200" in reply
     assert called == ["/games"]
+
+
+# ---------------------------------------------------------------- the request log
+def test_the_request_log_shows_query_keys_never_their_values() -> None:
+    events: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        events.append(event)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+
+    log = io.StringIO()
+    app = ApiGatewayWsgi(handler, log_to=log)
+    invite = "s3cr3t-invite-code-0123456789"
+    token = "tok_" + "A" * 40
+    targets = [
+        f"/games/g1/seats/harry?invite={invite}",
+        f"/games?status=open&limit=5&cursor={invite}",
+        f"/games/g1?{token}",  # a token sent as a key: shown as *
+        "/games/g1",
+    ]
+    for target in targets:
+        path, _, query = target.partition("?")
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "REQUEST_URI": target,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(b""),
+        }
+        body = b"".join(app(environ, lambda status, headers: None))
+        assert body == b"{}"
+    lines = log.getvalue().splitlines()
+    assert [line.split(" -> ")[0] for line in lines] == [
+        "GET /games/g1/seats/harry?invite",
+        "GET /games?status&limit&cursor",
+        "GET /games/g1?*",
+        "GET /games/g1",
+    ]
+    assert invite not in log.getvalue() and token not in log.getvalue()
+    assert "open" not in log.getvalue()
+    # the handler itself still gets the whole query
+    assert events[0]["queryStringParameters"] == {"invite": invite}

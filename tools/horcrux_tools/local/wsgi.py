@@ -23,6 +23,7 @@ import logging
 import math
 import pathlib
 import queue
+import re
 import threading
 import time
 import uuid
@@ -284,6 +285,23 @@ def environ_target(environ: Mapping[str, Any]) -> str:
     return f"{path}?{query}" if query else path
 
 
+def loggable_target(target: str) -> str:
+    """The request target as the log shows it: the path, and the query's keys without
+    their values (`/games/X/seats/harry?invite` for `...?invite=<code>`): an invite code
+    or a token a client put in a URL never reaches the log."""
+    parts = urlsplit(target)
+    path = parts.path or "/"
+    if not parts.query:
+        return path
+    keys = [field.partition("=")[0] for field in parts.query.split("&") if field]
+    shown = [key if _LOGGABLE_KEY.fullmatch(key) else "*" for key in keys]
+    return f"{path}?{'&'.join(shown)}" if shown else path
+
+
+_LOGGABLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+"""A query key the log shows as is; any other (a token sent as a key) is shown as `*`."""
+
+
 # ---------------------------------------------------------------- limits
 @dataclass(frozen=True)
 class Rate:
@@ -389,7 +407,8 @@ class ApiGatewayWsgi:
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:
             ms = (time.perf_counter() - start) * 1000
-            print(f"{method} {target} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
+            shown = loggable_target(target)
+            print(f"{method} {shown} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
         return [b""] if method == "HEAD" else [body]
 
     def _respond(
@@ -436,7 +455,7 @@ class ApiGatewayWsgi:
         try:
             response = self.invoke(event)
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
-            log.exception("the API handler failed on %s %s", method, target)
+            log.exception("the API handler failed on %s %s", method, loggable_target(target))
             return (
                 500,
                 {"Content-Type": "application/json"},
@@ -461,6 +480,7 @@ __all__ = [
     "checkout_root",
     "environ_headers",
     "load_api_handler",
+    "loggable_target",
     "own_metric_set",
     "response_body",
 ]
