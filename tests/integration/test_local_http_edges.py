@@ -151,3 +151,44 @@ def test_the_request_log_shows_query_keys_never_their_values() -> None:
     assert "open" not in log.getvalue()
     # the handler itself still gets the whole query
     assert events[0]["queryStringParameters"] == {"invite": invite}
+
+
+# ---------------------------------------------------------------- a move answered 5xx
+class RecordingAi:
+    """The AI workers' two entry points, recorded."""
+
+    def __init__(self) -> None:
+        self.noticed: list[int] = []
+        self.enqueued: list[str] = []
+
+    def notice(self, status: int, body: bytes) -> None:
+        self.noticed.append(status)
+
+    def enqueue(self, game_id: str) -> None:
+        self.enqueued.append(game_id)
+
+
+def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read() -> None:
+    statuses = iter([503, 200, 503, 409])
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": next(statuses), "headers": {}, "body": "{}"}
+
+    ai = RecordingAi()
+    app = ApiGatewayWsgi(handler, ai=ai)  # type: ignore[arg-type]
+    for method, target in (
+        ("POST", "/games/g%201/moves"),  # 503: may have been written
+        ("POST", "/games/g2/moves"),  # 200: the answer shows the game (notice)
+        ("GET", "/games/g3"),  # 503 on a read: nothing was written
+        ("POST", "/games/g4/moves"),  # 409: refused, nothing written
+    ):
+        environ = {
+            "REQUEST_METHOD": method,
+            "REQUEST_URI": target,
+            "PATH_INFO": target,
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(b""),
+        }
+        b"".join(app(environ, lambda status, headers: None))
+    assert ai.noticed == [503, 200, 503, 409]
+    assert ai.enqueued == ["g 1"]

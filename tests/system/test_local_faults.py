@@ -173,6 +173,22 @@ def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess])
         )
         status, game = _game(url, ai_game)
         assert status == 200 and game["status"] == "over", game
+        # no read of the person's game either: if the thawed database applied the move,
+        # the workers (told of the 503) have played the AI's reply by now
+        _until(
+            "the workers idle",
+            lambda: (
+                (h := server.health(ANSWER_S))[0] == 200
+                and h[2]["ai_pending"] == 0
+                and h[2]["ai_retrying"] == 0
+            ),
+            timeout_s=60,
+        )
+        # the first read since: it answers the game as the workers left it (an AI turn it
+        # would queue is played after the answer), so Voldemort is never left to move
+        status, game = _game(url, new_id, new_token)
+        assert status == 200 and game["to_move"] == "harry", game
+        assert game["turn"] in (2, 3), game  # 3: the move was applied, and the reply played
         # the move's outcome was unknown: the retry with the same key answers the move,
         # whether the thawed database applied it or the retry plays it, and only once
         status, _, moved = _move(url, new_id, new_token, "azkaban", key="frozen-1")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
 from typing import Any, TextIO
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
@@ -387,7 +387,15 @@ class ApiGatewayWsgi:
         context = FakeLambdaContext(function_name="horcrux-api", timeout_s=self.timeout_s)
         response = self.handler(event, context)
         if self.ai is not None:
-            self.ai.notice(int(response.get("statusCode", 500)), response_body(response))
+            status = int(response.get("statusCode", 500))
+            self.ai.notice(status, response_body(response))
+            method = str(((event.get("requestContext") or {}).get("http") or {}).get("method"))
+            moved = _MOVE_PATH.fullmatch(str(event.get("rawPath") or ""))
+            if status >= 500 and method == "POST" and moved is not None:
+                # a move answered 5xx may still have been written (a database that stalled
+                # after the transaction was sent): the workers look for a due AI turn
+                # themselves (retrying while the database is down), no read needed
+                self.ai.enqueue(unquote(moved.group(1)))
         return response
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -465,6 +473,7 @@ class ApiGatewayWsgi:
         return int(response.get("statusCode", 500)), headers, response_body(response)
 
 
+_MOVE_PATH = re.compile(r"/games/([^/]+)/moves/?")
 _HOP_BY_HOP = frozenset(("content-length", "connection", "transfer-encoding", "keep-alive"))
 
 __all__ = [
