@@ -91,7 +91,7 @@ COMPACTION_PARALLELIZATION: Final = 1
 DLQ_RETENTION_DAYS: Final = 14
 
 # ------------------------------------------------------------------ HTTP API (docs/API.md)
-API_ROUTES: Final = (
+_ROUTES: Final = (
     ("POST", "/games"),
     ("GET", "/games"),
     ("POST", "/games/{id}/seats/{seat}"),
@@ -115,6 +115,8 @@ API_ROUTES: Final = (
     ("POST", "/memory/corrections"),
     ("DELETE", "/memory/{agent}"),
 )
+API_ROUTES: Final = _ROUTES + tuple(("HEAD", path) for method, path in _ROUTES if method == "GET")
+"""Every route of the app, and HEAD wherever GET is (the app answers it as GET, no body)."""
 CORS_HEADERS: Final = (
     "authorization",
     "content-type",

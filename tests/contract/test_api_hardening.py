@@ -178,12 +178,12 @@ def test_another_content_type_is_a_415_naming_it_and_what_is_accepted(
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("TRACE", "/games", "GET, POST"),
-        ("CONNECT", "/games/abc", "GET"),
+        ("TRACE", "/games", "GET, HEAD, POST"),
+        ("CONNECT", "/games/abc", "GET, HEAD"),
         ("PUT", "/games/abc/moves", "POST"),
         ("DELETE", "/games/abc/seats/harry", "POST"),
-        ("HEAD", "/openapi.json", "GET"),
-        ("POST", "/memory/planner", "DELETE, GET"),
+        ("POST", "/openapi.json", "GET, HEAD"),
+        ("POST", "/memory/planner", "DELETE, GET, HEAD"),
     ],
 )
 def test_a_method_the_path_lacks_is_a_json_405_with_allow(

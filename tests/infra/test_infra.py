@@ -472,6 +472,7 @@ def test_the_routes_are_exactly_the_apps_routes(doc: Json) -> None:
         + re.findall(r'@route\(\s*"(get|post|delete)",\s*"([^"]+)"', source)
     }
     assert ("POST", "/memory/{}/items/{}/{}") in app_routes  # the second pattern matched
+    app_routes |= {("HEAD", path) for method, path in app_routes if method == "GET"}
     routes = {
         tuple(r["Properties"]["RouteKey"].split(" ", 1))
         for r in resources(doc, "AWS::ApiGatewayV2::Route").values()

@@ -71,12 +71,17 @@ def _harry_vs_ai(url: str, seed: int) -> tuple[str, str]:
     return body["game_id"], body["token"]
 
 
-def _move(url: str, game_id: str, token: str, location: str) -> tuple[int, dict[str, str], Any]:
+def _move(
+    url: str, game_id: str, token: str, location: str, key: str | None = None
+) -> tuple[int, dict[str, str], Any]:
+    headers = {"authorization": f"Bearer {token}"}
+    if key is not None:
+        headers["idempotency-key"] = key
     return request_json(
         "POST",
         f"{url}/games/{game_id}/moves",
         {"type": "search", "location": location},
-        headers={"authorization": f"Bearer {token}"},
+        headers=headers,
         timeout_s=ANSWER_S + 5,
     )
 
@@ -151,8 +156,10 @@ def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess])
         frozen.signal(signal.SIGSTOP)  # an AI turn of `ai_game` is due (or being played)
         try:
             started = time.monotonic()
-            status, got, reply = _move(url, new_id, new_token, "azkaban")
+            status, got, reply = _move(url, new_id, new_token, "azkaban", key="frozen-1")
             assert status == 503 and reply["error"] == "store_unavailable", reply
+            # the transaction may have reached the frozen database: said, never "not written"
+            assert reply["reason"] in ("outcome_unknown", "unreachable", "timeout"), reply
             assert int(got["retry-after"]) >= 1
             assert time.monotonic() - started < ANSWER_S
             _until("a failed AI turn", lambda: server.health(ANSWER_S)[2]["ai_failures"] > 0)
@@ -166,9 +173,28 @@ def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess])
         )
         status, game = _game(url, ai_game)
         assert status == 200 and game["status"] == "over", game
-        # the person's refused move was not written: still Harry to move on turn 2
-        assert _harry_to_move(url, new_id, new_token, 2)
-        assert _move(url, new_id, new_token, "azkaban")[0] == 200
+        # no read of the person's game either: if the thawed database applied the move,
+        # the workers (told of the 503) have played the AI's reply by now
+        _until(
+            "the workers idle",
+            lambda: (
+                (h := server.health(ANSWER_S))[0] == 200
+                and h[2]["ai_pending"] == 0
+                and h[2]["ai_retrying"] == 0
+            ),
+            timeout_s=60,
+        )
+        # the first read since: it answers the game as the workers left it (an AI turn it
+        # would queue is played after the answer), so Voldemort is never left to move
+        status, game = _game(url, new_id, new_token)
+        assert status == 200 and game["to_move"] == "harry", game
+        assert game["turn"] in (2, 3), game  # 3: the move was applied, and the reply played
+        # the move's outcome was unknown: the retry with the same key answers the move,
+        # whether the thawed database applied it or the retry plays it, and only once
+        status, _, moved = _move(url, new_id, new_token, "azkaban", key="frozen-1")
+        assert status == 200, moved
+        assert moved["event"]["turn"] == 2 and moved["event"]["action"]["location"] == "azkaban"
+        _until("the AI's reply", lambda: _harry_to_move(url, new_id, new_token, 3))
     finally:
         code, seconds = server.terminate()
     assert code == 0 and seconds <= 5.0, server.output()

@@ -541,6 +541,7 @@ class GameOnly:
             "create_game",
             "load",
             "commit_turn",
+            "find_write",
             "events",
             "list_open_games",
             "list_games",

@@ -20,6 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -37,9 +38,11 @@ from horcrux.api.http import (
     json_text,
     proxy_error,
     raw_body,
+    request_method,
+    request_path,
 )
 from horcrux.api.idempotency import IdempotentMoves
-from horcrux.api.memory_routes import memory_router
+from horcrux.api.memory_routes import memory_guard, memory_router
 from horcrux.api.meta_routes import meta_router
 from horcrux.api.schemas import ErrorResponse
 from horcrux.errors import HorcruxError, NotYourTurn
@@ -97,19 +100,38 @@ class HorcruxResolver(APIGatewayHttpResolver):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.on_response: list[Callable[[dict[str, Any]], None]] = []
+        self.guards: list[Callable[[Mapping[str, Any]], None]] = []
+        """Checks run before a routed request's body and parameters are validated (the
+        memory routes' operator token): a HorcruxError is the answer."""
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
-        response = self._guarded(event, context)
-        _cache_headers(_method(event), response)
+        method = _method(event)
+        if method == "HEAD" and "GET" in self.allowed_methods(_path(event)):
+            response = self._guarded(_as_method(event, "GET"), context)
+            response["body"] = ""  # HEAD: GET's status and headers, no body
+            response["isBase64Encoded"] = False
+        else:
+            response = self._guarded(event, context)
+        _cache_headers(method, response)
+        _security_headers(response)
         for callback in self.on_response:
             callback(response)
         return response
 
     def allowed_methods(self, path: str) -> list[str]:
-        """The methods some route serves `path` with (empty: no route has the path)."""
+        """The methods some route serves `path` with (empty: no route has the path); HEAD
+        wherever GET is."""
         path = self._remove_prefix(path)
         routes = self._static_routes + self._dynamic_routes
-        return sorted({r.method for r in routes if r.rule.match(path)})
+        methods = {r.method for r in routes if r.rule.match(path)}
+        if "GET" in methods:
+            methods.add("HEAD")
+        return sorted(methods)
+
+    def _convert_matches_into_route_keys(self, match: Any) -> dict[str, str]:
+        """Path parameters percent-decoded (`shadow%3A0.5` is `shadow:0.5`); `_guarded`
+        has refused a path that does not decode."""
+        return {k: unquote(v, errors="strict") for k, v in match.groupdict().items()}
 
     def _no_route(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
         """405 (with `Allow`) or 404 if no route serves this method and path; else None."""
@@ -129,6 +151,20 @@ class HorcruxResolver(APIGatewayHttpResolver):
         refused = self._no_route(event)
         if refused is not None:
             return refused
+        path = _path(event)
+        try:
+            unquote(path, errors="strict")
+        except UnicodeDecodeError:
+            return proxy_error(
+                "bad_request",
+                f"the path {path[:200]!r} is not percent-encoded UTF-8; encode each "
+                "segment's UTF-8 bytes",
+            )
+        for guard in self.guards:
+            try:
+                guard(event)
+            except HorcruxError as exc:
+                return proxy_error(exc.code, exc.message)
         size = len(raw_body(event))
         if size > self.max_body_bytes:
             return proxy_error(
@@ -154,14 +190,28 @@ def _integral_bounds(node: Any) -> None:
             _integral_bounds(value)
 
 
-def _method(event: Mapping[str, Any]) -> str:
-    http = (event.get("requestContext") or {}).get("http") or {}
-    return str(http.get("method") or event.get("httpMethod") or "GET").upper()
+_method = request_method
+_path = request_path
 
 
-def _path(event: Mapping[str, Any]) -> str:
-    http = (event.get("requestContext") or {}).get("http") or {}
-    return str(event.get("rawPath") or http.get("path") or event.get("path") or "/")
+def _as_method(event: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The event with another HTTP method (HEAD is answered as GET)."""
+    context = dict(event.get("requestContext") or {})
+    context["http"] = {**(context.get("http") or {}), "method": method}
+    out = {**event, "requestContext": context}
+    if "httpMethod" in out:
+        out["httpMethod"] = method
+    return out
+
+
+def _security_headers(response: dict[str, Any]) -> None:
+    """`X-Content-Type-Options: nosniff` on every response: a browser never reads an
+    answer as another type than it declares."""
+    headers = response.get("headers")
+    if not isinstance(headers, dict):
+        headers = response["headers"] = {}
+    if not any(k.lower() == "x-content-type-options" for k in headers):
+        headers["X-Content-Type-Options"] = "nosniff"
 
 
 def _cache_headers(method: str, response: dict[str, Any]) -> None:
@@ -246,7 +296,9 @@ def build_app(
     # registered through the manager (the decorators are untyped for mypy)
     app.exception_handler_manager.update_exception_handlers(exception_handlers(app))
     app.include_router(games_router(service, idempotency))
-    app.include_router(memory_router(service, operator or OperatorSettings()))
+    operator = operator or OperatorSettings()
+    app.include_router(memory_router(service, operator))
+    app.guards.append(memory_guard(operator))
     app.include_router(meta_router())
     openapi_cache: dict[str, str] = {}
 

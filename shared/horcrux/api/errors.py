@@ -17,6 +17,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_json": 400,
     "invalid_body": 400,
     "bad_request": 400,
+    "unsupported_transfer_encoding": 400,  # local server: a transfer coding but `chunked`
     # 401: no token, or a token that holds no seat of this game
     "unauthorized": 401,
     # 403: a valid token playing the other seat's action

@@ -3,6 +3,7 @@ method, return its typed response."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Annotated, Any
 
@@ -220,8 +221,16 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         auth = service.authenticate(game_id, token)
         action = as_action(body)
 
+        # a keyed move's write is named by its key and move: a retry after a lost answer
+        # (503 outcome_unknown) finds the move it already committed and answers it
+        write_id = None
+        if idempotency_key is not None:
+            move_text = json.dumps(body.model_dump(mode="json"), sort_keys=True)
+            named = "\n".join((game_id, str(auth.seat), idempotency_key, move_text))
+            write_id = hashlib.sha256(named.encode()).hexdigest()[:32]
+
         def run() -> dict[str, Any]:
-            moved = service.move_as(auth, action, preconditions)
+            moved = service.move_as(auth, action, preconditions, write_id=write_id)
             return {"body": _json(moved), "version": moved.game.version}
 
         if idempotency_key is None:

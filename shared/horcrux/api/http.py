@@ -16,9 +16,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Header
 from horcrux.api import errors
 from horcrux.service.errors import BadRequest, Unauthorized
 
+HEADER_MAX_CHARS = 512
+"""The longest `Authorization`, `If-Match` or `If-None-Match` value read: a longer one is
+refused by the check that owns the header (401 for a token, 400 for a precondition)."""
+
 Authorization = Annotated[
     str | None,
-    Header(max_length=512, description="`Bearer <token>` of a seat; omit to spectate"),
+    Header(description="`Bearer <token>` of a seat; omit to spectate"),
 ]
 
 ERRORS: dict[int, Any] = {
@@ -46,6 +50,11 @@ def bearer(authorization: str | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header (None if there is none)."""
     if authorization is None:
         return None
+    if len(authorization) > HEADER_MAX_CHARS:
+        raise Unauthorized(
+            f"the Authorization header is {len(authorization)} characters; a bearer token "
+            f"header is at most {HEADER_MAX_CHARS}"
+        )
     scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("expected 'Authorization: Bearer <token>'")
@@ -55,7 +64,6 @@ def bearer(authorization: str | None) -> str | None:
 IfMatch = Annotated[
     str | None,
     Header(
-        max_length=512,
         description='the version you last saw, as its ETag (`"7"`), or `*`: a move at any '
         "other version is refused (412, nothing written)",
     ),
@@ -63,7 +71,6 @@ IfMatch = Annotated[
 IfNoneMatch = Annotated[
     str | None,
     Header(
-        max_length=512,
         description='the ETag you hold (`"7"`): 304 with no body while the game is at it',
     ),
 ]
@@ -81,7 +88,9 @@ def etag_versions(value: str, name: str = "If-Match") -> frozenset[int] | None:
 
     A weak tag (`W/"7"`) names the same version (compared weakly); a well-formed tag the
     API never issues names none. BadRequest (400) if the value is not `*` or a
-    comma-separated list of quoted tags."""
+    comma-separated list of quoted tags, or longer than `HEADER_MAX_CHARS`."""
+    if len(value) > HEADER_MAX_CHARS:
+        raise BadRequest(f"{name} is {len(value)} characters; it may be at most {HEADER_MAX_CHARS}")
     if value.strip() == "*":
         return None
     versions: set[int] = set()
@@ -258,6 +267,18 @@ def header(event: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
+def request_method(event: Mapping[str, Any]) -> str:
+    """The request's HTTP method, upper-case (payload 2.0, or 1.0's `httpMethod`)."""
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return str(http.get("method") or event.get("httpMethod") or "GET").upper()
+
+
+def request_path(event: Mapping[str, Any]) -> str:
+    """The request's path as sent (still percent-encoded)."""
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return str(event.get("rawPath") or http.get("path") or event.get("path") or "/")
+
+
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
     return Response(
         status_code=status,
@@ -308,6 +329,7 @@ def proxy_error(
 __all__ = [
     "ACCEPTED_TYPES",
     "ERRORS",
+    "HEADER_MAX_CHARS",
     "MAX_JSON_DEPTH",
     "Authorization",
     "BadBody",
@@ -325,4 +347,6 @@ __all__ = [
     "json_text",
     "proxy_error",
     "raw_body",
+    "request_method",
+    "request_path",
 ]

@@ -8,7 +8,10 @@ Powertools idempotency (`idempotent_function`) over a persistence layer: DynamoD
 The key is scoped by game id + seat + the header's value (`[game_id, seat, key]`), so two
 games or two seats never collide; the move itself is the payload that is validated, so the
 same key with a different move is refused (`idempotency_key_reused`, 422). Only successful
-responses are stored: an error deletes the in-progress record and nothing was written.
+responses are stored: an error deletes the in-progress record and nothing was written,
+but for a 503 `outcome_unknown` (the database lost the answer to a sent move): then the
+retry runs again and the move finds its own earlier write by its id (`moves.play_move`'s
+`write_id`, a digest of the game, seat, key and move) and answers it.
 
 Powertools' idempotency package imports boto3 (about 90 ms): it is imported at the first
 move with a key, not when the API function starts, and its two refusals become domain

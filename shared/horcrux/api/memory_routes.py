@@ -7,13 +7,20 @@ operator's. Every route names a scope (`agent` in the path, `?opponent=`), check
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from horcrux.api.http import ERRORS, Authorization, bearer
+from horcrux.api.http import (
+    ERRORS,
+    Authorization,
+    bearer,
+    header,
+    request_method,
+    request_path,
+)
 from horcrux.api.schemas import CorrectionRequest
 from horcrux.lazy import lazy_import
 from horcrux.service import GameService, InvalidRequest
@@ -35,6 +42,21 @@ SearchQuery = Annotated[
 ]
 SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def memory_guard(operator: OperatorSettings) -> Callable[[Mapping[str, Any]], None]:
+    """The check the resolver runs before validating a `/memory...` request: the
+    operator's token first (401 without one, 403 with another), so that a caller without
+    it learns nothing of a route's body or parameters (a bad body is then a 422)."""
+
+    def guard(event: Mapping[str, Any]) -> None:
+        path = request_path(event)
+        if path != "/memory" and not path.startswith("/memory/"):
+            return
+        write = request_method(event) not in ("GET", "HEAD")
+        ops.authenticate(bearer(header(event, "authorization")), operator, write=write)
+
+    return guard
 
 
 def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewayHttpRouter:
@@ -173,4 +195,4 @@ def memory_router(service: GameService, operator: OperatorSettings) -> APIGatewa
     return router
 
 
-__all__ = ["memory_router"]
+__all__ = ["memory_guard", "memory_router"]

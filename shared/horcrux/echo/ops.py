@@ -89,14 +89,23 @@ def authorize(
 
     `operator` is the function's settings (read once at cold start): the operator secret
     the stack owns, read through its cache, or digests for local play."""
+    role = authenticate(token, operator, write=write)
+    access = operator.access()
+    if access is None or not access.reaches(agent):
+        raise OperatorForbidden(f"the operator token does not reach agent {agent!r}")
+    return role
+
+
+def authenticate(token: str | None, operator: OperatorSettings, *, write: bool = False) -> str:
+    """The caller's role, before any scope is known (the API checks it before it reads a
+    memory route's body or parameters): 401 without a token; 403 if it is no operator's,
+    or if a read-only token tries a write."""
     if not token:
         raise OperatorUnauthorized("memory routes need the operator's bearer token")
     access = operator.access()
     role = access.role(token) if access is not None else None
     if access is None or role is None:
         raise OperatorForbidden("this token is not the operator's")
-    if not access.reaches(agent):
-        raise OperatorForbidden(f"the operator token does not reach agent {agent!r}")
     if write and role != "write":
         raise OperatorForbidden("the read-only operator token cannot change memory")
     return role

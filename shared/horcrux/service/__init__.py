@@ -214,9 +214,12 @@ class GameService:
         auth: Authenticated,
         action: AnyAction,
         preconditions: Sequence[Precondition] = (),
+        *,
+        write_id: str | None = None,
     ) -> MoveResponse:
-        """`move` for an already authenticated caller (the API's idempotent path)."""
-        moved = moves.play_move(self.store, auth, action, preconditions)
+        """`move` for an already authenticated caller (the API's idempotent path);
+        `write_id`: `moves.play_move`'s (a retried write whose answer was lost)."""
+        moved = moves.play_move(self.store, auth, action, preconditions, write_id=write_id)
         committed = moved.snapshot
         if self.inline_ai:
             self.dispatch(committed.game_id)

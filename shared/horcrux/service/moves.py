@@ -110,18 +110,37 @@ def play_move(
     auth: Authenticated,
     action: AnyAction,
     preconditions: Sequence[Precondition] = (),
+    *,
+    write_id: str | None = None,
 ) -> Moved:
     """Apply and commit the caller's move (PreconditionFailed, StaleVersion, IllegalAction,
-    MoveConflict: nothing written)."""
-    if auth.seat is not None:  # a spectator is refused by `check_move` (401) first
-        check_preconditions(auth.snapshot, preconditions)
-    seat = check_move(auth, action)
+    MoveConflict: nothing written).
+
+    `write_id` names this request's write (the API derives it from the Idempotency-Key):
+    when the move is refused because the game has moved on, and the move that moved it was
+    this very write (its answer was lost: a 503 `outcome_unknown`), the committed move is
+    returned instead, with the game as it is now."""
+    try:
+        if auth.seat is not None:  # a spectator is refused by `check_move` (401) first
+            check_preconditions(auth.snapshot, preconditions)
+        seat = check_move(auth, action)
+    except (ServiceError, NotYourTurn, GameOver):
+        written = _written_before(store, auth, write_id)
+        if written is None:
+            raise
+        return written
     snapshot = auth.snapshot
     new_state, event = engine.apply(snapshot.state, action)
     after = snapshot.advanced(new_state)
     try:
-        committed = store.commit_turn(snapshot.version, after, event)
+        if write_id is None:  # (a store's wrappers need not know the keyword)
+            committed = store.commit_turn(snapshot.version, after, event)
+        else:
+            committed = store.commit_turn(snapshot.version, after, event, write_id=write_id)
     except Conflict as exc:
+        written = _written_before(store, auth, write_id)
+        if written is not None:
+            return written
         current = exc.current or store.load(snapshot.game_id)
         check_preconditions(current, preconditions)  # the version moved: a 412 / 409 if given
         raise MoveConflict(
@@ -130,6 +149,22 @@ def play_move(
             game=game_view(current, seat).as_json(),
         ) from None
     return Moved(seat, event, committed)
+
+
+def _written_before(store: GameStore, auth: Authenticated, write_id: str | None) -> Moved | None:
+    """The move this seat's write `write_id` committed earlier (among the game's latest
+    events), with the game as it is now; None if there is none."""
+    seat = auth.seat
+    if write_id is None or seat is None:
+        return None
+    seq = store.find_write(auth.snapshot.game_id, write_id)
+    if seq is None:
+        return None
+    page = store.events(auth.snapshot.game_id, after=seq - 1, limit=1)
+    event = page.events[0] if page.events else None
+    if not isinstance(event, TurnEvent) or event.seq != seq or action_seat(event.action) != seat:
+        return None
+    return Moved(seat, event, store.load(auth.snapshot.game_id))
 
 
 __all__ = ["Moved", "Precondition", "check_move", "check_preconditions", "play_move"]

@@ -20,6 +20,23 @@ from horcrux.store.port import (
 from horcrux.store.results import GameSummary
 
 JOIN_ATTEMPTS = 3
+WRITE_ID_ATTR = "wid"
+"""The event item's attribute holding the id of the write that put it (`commit_turn`)."""
+RECENT_WRITES = 16
+"""How many of a game's latest events `find_write` looks through."""
+
+
+def with_write_id(event_item: Item, write_id: str) -> Item:
+    """The event item, marked with the id of the write that puts it."""
+    return {**event_item, WRITE_ID_ATTR: {"S": write_id}}
+
+
+def write_seq(items: list[Item], write_id: str) -> int | None:
+    """The seq of the event item among `items` written with `write_id` (None: none)."""
+    for item in items:
+        if item.get(WRITE_ID_ATTR, {}).get("S") == write_id:
+            return int(item["seq"]["N"])
+    return None
 
 
 # ---------------------------------------------------------------- keys

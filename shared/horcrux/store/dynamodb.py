@@ -12,8 +12,10 @@ records each call's capacity, the estimate from the item sizes and its latency.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
     from horcrux.settings import StoreSettings
 
+log = logging.getLogger(__name__)
 LOBBY_INDEX = "lobby"
 DEFAULT_CONNECT_TIMEOUT_S = 1.0
 DEFAULT_READ_TIMEOUT_S = 2.0
@@ -312,23 +315,108 @@ class DynamoDbStore:
         snapshot_put: Callable[[Item], dict[str, Any]],
         cancelled: Callable[[list[dict[str, Any]]], NoReturn],
         decision: DecisionNote | None = None,
+        write_id: str | None = None,
     ) -> GameSnapshot:
         """One TransactWriteItems: the event if its seq is new, and the snapshot as
-        `snapshot_put` puts it; `cancelled` raises for a cancelled transaction."""
+        `snapshot_put` puts it; `cancelled` raises for a cancelled transaction.
+
+        The event item carries the write's id, and the transaction a fresh
+        `ClientRequestToken` (botocore's own retries send it again: DynamoDB answers a
+        token's second send with the first's outcome). If the database stops answering
+        once the transaction may have been sent, `_lost_answer` finds out what happened."""
+        wid = write_id or uuid.uuid4().hex
         snap_item, event_item = common.turn_items(snapshot, event, decision)
+        event_item = common.with_write_id(event_item, wid)
         sizes = checked_sizes(event_item, snap_item)
         items = [
             {"Put": _put_new(self.settings.events_table, event_item)},
             {"Put": snapshot_put(snap_item)},
         ]
+        token = uuid.uuid4().hex
+
+        def send() -> None:
+            self._call(
+                "TransactWriteItems", written=sizes, TransactItems=items, ClientRequestToken=token
+            )
+
         try:
-            self._call("TransactWriteItems", written=sizes, TransactItems=items)
+            send()
+        except StoreUnavailable as exc:
+            if exc.reason == "tables_missing" or _never_sent(exc):
+                raise
+            self._lost_answer(snapshot, event.seq, wid, send, cancelled, exc)
         except Exception as exc:
             reasons = _cancellation_reasons(exc)
             if reasons is None:
                 raise
             cancelled(reasons)
         return mapping.as_stored(snapshot)
+
+    def _lost_answer(
+        self,
+        snapshot: GameSnapshot,
+        seq: int,
+        wid: str,
+        send: Callable[[], None],
+        cancelled: Callable[[list[dict[str, Any]]], NoReturn],
+        lost: StoreUnavailable,
+    ) -> None:
+        """The transaction was sent and no answer came (a timeout, a dropped connection, a
+        server error): it may have been applied. Send it once more with the same token:
+        applied (by either send), this returns; cancelled because its event is now there
+        with this write's id, the first send was applied and this returns too; cancelled
+        by another write, `cancelled` raises what refused it. When the database still does
+        not answer (or the first send is still running), StoreUnavailable(`outcome_unknown`):
+        the truth, never "nothing was written"."""
+        game_id = snapshot.game_id
+        try:
+            send()
+            return
+        except StoreUnavailable as again:
+            raise _outcome_unknown(game_id, seq, again.message) from again
+        except Exception as exc:
+            reasons = _cancellation_reasons(exc)
+            if reasons is None:  # TransactionInProgressException: the first send still runs
+                raise _outcome_unknown(game_id, seq, str(exc)[:200]) from exc
+        try:
+            written = self._event_write_id(game_id, seq)
+        except StoreUnavailable as again:
+            raise _outcome_unknown(game_id, seq, again.message) from again
+        if written == wid:
+            log.info("game %s: event %d was written before its answer was lost", game_id, seq)
+            return
+        if written is None and any(r.get("Code") == "TransactionConflict" for r in reasons):
+            raise _outcome_unknown(game_id, seq, lost.message) from lost
+        cancelled(reasons)
+
+    def _event_write_id(self, game_id: str, seq: int) -> str | None:
+        """The write id on event `seq` of the game (None: no such event)."""
+        response = self._call(
+            "GetItem",
+            TableName=self.settings.events_table,
+            Key={"pk": {"S": mapping.game_pk(game_id)}, "seq": {"N": str(seq)}},
+            ConsistentRead=True,
+            ProjectionExpression="#w",
+            ExpressionAttributeNames={"#w": common.WRITE_ID_ATTR},
+        )
+        item = response.get("Item")
+        if item is None:
+            return None
+        return str(item.get(common.WRITE_ID_ATTR, {}).get("S", ""))
+
+    def find_write(self, game_id: str, write_id: str) -> int | None:
+        response = self._call(
+            "Query",
+            TableName=self.settings.events_table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": "pk", "#seq": "seq", "#w": common.WRITE_ID_ATTR},
+            ExpressionAttributeValues={":pk": {"S": mapping.game_pk(game_id)}},
+            ProjectionExpression="#seq, #w",
+            ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=common.RECENT_WRITES,
+        )
+        return common.write_seq(response.get("Items", []), write_id)
 
     # ------------------------------------------------------------ the port
     def create_game(self, snapshot: GameSnapshot, started: GameStarted) -> GameSnapshot:
@@ -359,6 +447,8 @@ class DynamoDbStore:
         snapshot: GameSnapshot,
         event: TurnEvent,
         decision: DecisionNote | None = None,
+        *,
+        write_id: str | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
 
@@ -368,7 +458,7 @@ class DynamoDbStore:
         def put(item: Item) -> dict[str, Any]:
             return self._snapshot_put(item, expected_version)
 
-        return self._write_turn(snapshot, event, put, conflict, decision)
+        return self._write_turn(snapshot, event, put, conflict, decision, write_id)
 
     def _raise_commit_conflict(
         self, game_id: str, expected: int, seq: int, reasons: list[dict[str, Any]]
@@ -617,6 +707,24 @@ def unavailable_error(exc: BaseException, op: str = "call") -> StoreUnavailable 
             reason="server_error",
         )
     return None
+
+
+def _never_sent(exc: StoreUnavailable) -> bool:
+    """Whether the call behind `exc` never reached the database: no connection could be
+    made (refused, or no answer to the connect), so no request was sent."""
+    from botocore import exceptions as bce
+
+    return isinstance(exc.__cause__, bce.EndpointConnectionError)
+
+
+def _outcome_unknown(game_id: str, seq: int, why: str) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"the database stopped answering after the write of event {seq} of game {game_id} "
+        f"was sent ({why}): it may or may not have been applied. Retry a move with the "
+        "same Idempotency-Key (it answers the move's result if it was applied), or read "
+        "the game before you play again",
+        reason="outcome_unknown",
+    )
 
 
 def _error_code(exc: BaseException) -> str | None:

@@ -107,9 +107,21 @@ def _decode_seat(value: Item) -> SeatInfo:
         kind=m["kind"]["S"],
         brain=m["brain"]["S"] if "brain" in m else None,
         token_hash=m["tok"]["S"] if "tok" in m else None,
-        name=m["name"]["S"] if "name" in m else None,
+        name=stored_name(m["name"]["S"]) if "name" in m else None,
         player=m["ply"]["S"] if "ply" in m else None,
     )
+
+
+STORED_NAME_MAX = 32
+"""The longest display name a view shows (the API accepts 1-32 characters)."""
+
+
+def stored_name(value: str) -> str | None:
+    """A stored display name as views show it: trimmed and cut to `STORED_NAME_MAX`
+    characters (an item written by another version or by hand may hold a longer one; a
+    read must never fail on it); None if nothing is left."""
+    name = value.strip()[:STORED_NAME_MAX].strip()
+    return name or None
 
 
 def encode_snapshot(snapshot: GameSnapshot) -> Item:
@@ -170,7 +182,8 @@ def decode_snapshot(item: Item) -> GameSnapshot:
 
 def _decode_names(item: Item) -> dict[Seat, str]:
     stored = item.get("names", {"M": {}})["M"]
-    return {seat: stored[seat]["S"] for seat in SEATS if seat in stored}
+    names = {seat: stored_name(stored[seat]["S"]) for seat in SEATS if seat in stored}
+    return {seat: name for seat, name in names.items() if name is not None}
 
 
 def decode_lobby_entry(item: Item) -> LobbyEntry:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 
@@ -64,10 +65,12 @@ class MemoryStore:
         event: AnyEvent,
         check: Callable[[Item | None, bool], None],
         decision: DecisionNote | None = None,
+        write_id: str | None = None,
     ) -> GameSnapshot:
         """One "TransactWriteItems": the event and the snapshot, once `check` (given the
         stored snapshot item and whether the event exists) has not raised."""
         snap_item, event_item = common.turn_items(snapshot, event, decision)
+        event_item = common.with_write_id(event_item, write_id or uuid.uuid4().hex)
         common.checked_sizes(snap_item, event_item)
         pk = mapping.game_pk(snapshot.game_id)
         with self._lock:
@@ -105,6 +108,8 @@ class MemoryStore:
         snapshot: GameSnapshot,
         event: TurnEvent,
         decision: DecisionNote | None = None,
+        *,
+        write_id: str | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
 
@@ -121,7 +126,15 @@ class MemoryStore:
                     current=current,
                 )
 
-        return self._write_turn(snapshot, event, unmoved, decision)
+        return self._write_turn(snapshot, event, unmoved, decision, write_id)
+
+    def find_write(self, game_id: str, write_id: str) -> int | None:
+        pk = mapping.game_pk(game_id)
+        with self._lock:
+            self.op_counts["Query"] += 1
+            seqs = sorted((seq for (p, seq) in self._events if p == pk), reverse=True)
+            items = [self._events[(pk, s)] for s in seqs[: common.RECENT_WRITES]]
+        return common.write_seq(items, write_id)
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:
         check_limit(limit)

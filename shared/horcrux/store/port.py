@@ -73,7 +73,9 @@ class ItemTooLarge(StoreError):
     code = "item_too_large"
 
 
-UnavailableReason = Literal["unreachable", "timeout", "tables_missing", "server_error"]
+UnavailableReason = Literal[
+    "unreachable", "timeout", "tables_missing", "server_error", "outcome_unknown"
+]
 
 
 class StoreUnavailable(StoreError):
@@ -294,14 +296,25 @@ class GameStore(Protocol):
         snapshot: GameSnapshot,
         event: TurnEvent,
         decision: DecisionNote | None = None,
+        *,
+        write_id: str | None = None,
     ) -> GameSnapshot:
         """One transaction: put the event (if its seq is new) and the snapshot (if the
         stored version is still `expected_version`). `snapshot.version` must be
         `expected_version + 1` and `event.seq` must be `snapshot.state.seq`. `decision`
         (an AI seat's move) is kept on the event's item (`EventPage.decisions`).
+        `write_id` (1-64 visible characters; a random one if None) is kept on the event's
+        item too: `find_write` finds a write by it.
 
         Conflict(`version` | `duplicate_event` | `busy`) carrying the current snapshot;
-        nothing is written then."""
+        nothing is written then. If the database stops answering after the transaction
+        was sent, the store finds out whether it was applied (it returns then, or raises
+        what refused it); StoreUnavailable(`outcome_unknown`) if it cannot tell."""
+        ...
+
+    def find_write(self, game_id: str, write_id: str) -> int | None:
+        """The seq of the game's event written with `write_id`, among its last
+        `RECENT_WRITES` events (None: not among them)."""
         ...
 
     def events(self, game_id: str, after: int = -1, limit: int = 100) -> EventPage:

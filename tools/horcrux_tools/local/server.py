@@ -114,19 +114,50 @@ or conflicting Content-Length, a bad chunk, a body over the limit, oversized hea
 
 def json_error_channel() -> type:
     """waitress's channel class, whose own refusals answer the API's JSON error body (with
-    the status waitress chose) instead of its plain text."""
+    the status waitress chose) instead of its plain text, and whose parser
+
+    * refuses a request at once, without "100 Continue", when its headers already show it
+      refused (a `Content-Length` over the limit with `Expect: 100-continue`: waitress
+      would send "100 Continue" and wait for a body it then refuses);
+    * answers a transfer coding other than `chunked` (`gzip, chunked`) with a 400
+      `unsupported_transfer_encoding` (the client's mistake), not waitress's 501."""
     from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser
     from waitress.task import ErrorTask
+    from waitress.utilities import BadRequest, ServerNotImplemented
+
+    class UnsupportedTransferEncoding(BadRequest):  # type: ignore[misc]
+        api_code = "unsupported_transfer_encoding"
+
+    class JsonErrorParser(HTTPRequestParser):  # type: ignore[misc]
+        def received(self, data: bytes) -> int:
+            consumed = int(super().received(data))
+            error: Any = getattr(self, "error", None)
+            if error is not None:
+                self.expect_continue = False  # refused: answer now, never "100 Continue"
+                if isinstance(error, ServerNotImplemented):
+                    self.error = UnsupportedTransferEncoding(
+                        "a Transfer-Encoding other than chunked (gzip, deflate, ...) is not "
+                        "supported; send the body uncompressed, with Content-Length or "
+                        "Transfer-Encoding: chunked"
+                    )
+            return consumed
 
     class JsonErrorTask(ErrorTask):  # type: ignore[misc]
         def execute(self) -> None:
             error = self.request.error
-            code = WAITRESS_ERROR_CODES.get(int(error.code), "bad_request")
+            code = getattr(error, "api_code", None) or WAITRESS_ERROR_CODES.get(
+                int(error.code), "bad_request"
+            )
             message = f"{error.reason}: {error.body}".strip().rstrip(":")
             body = error_json(code, message).encode()
             self.status = f"{error.code} {error.reason}"
             self.response_headers.extend(
-                [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+                [
+                    ("Content-Type", "application/json"),
+                    ("Cache-Control", "no-store"),
+                    ("X-Content-Type-Options", "nosniff"),
+                ]
             )
             self.set_close_on_finish()
             self.content_length = len(body)
@@ -134,6 +165,7 @@ def json_error_channel() -> type:
 
     class JsonErrorChannel(HTTPChannel):  # type: ignore[misc]
         error_task_class = JsonErrorTask
+        parser_class = JsonErrorParser
 
     return JsonErrorChannel
 

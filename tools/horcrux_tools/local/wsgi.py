@@ -23,6 +23,7 @@ import logging
 import math
 import pathlib
 import queue
+import re
 import threading
 import time
 import uuid
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
 from typing import Any, TextIO
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
@@ -285,6 +286,23 @@ def environ_target(environ: Mapping[str, Any]) -> str:
     return f"{path}?{query}" if query else path
 
 
+def loggable_target(target: str) -> str:
+    """The request target as the log shows it: the path, and the query's keys without
+    their values (`/games/X/seats/harry?invite` for `...?invite=<code>`): an invite code
+    or a token a client put in a URL never reaches the log."""
+    parts = urlsplit(target)
+    path = parts.path or "/"
+    if not parts.query:
+        return path
+    keys = [field.partition("=")[0] for field in parts.query.split("&") if field]
+    shown = [key if _LOGGABLE_KEY.fullmatch(key) else "*" for key in keys]
+    return f"{path}?{'&'.join(shown)}" if shown else path
+
+
+_LOGGABLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+"""A query key the log shows as is; any other (a token sent as a key) is shown as `*`."""
+
+
 # ---------------------------------------------------------------- limits
 @dataclass(frozen=True)
 class Rate:
@@ -376,7 +394,15 @@ class ApiGatewayWsgi:
         context = FakeLambdaContext(function_name="horcrux-api", timeout_s=self.timeout_s)
         response = self.handler(event, context)
         if self.ai is not None:
-            self.ai.notice(int(response.get("statusCode", 500)), response_body(response))
+            status = int(response.get("statusCode", 500))
+            self.ai.notice(status, response_body(response))
+            method = str(((event.get("requestContext") or {}).get("http") or {}).get("method"))
+            moved = _MOVE_PATH.fullmatch(str(event.get("rawPath") or ""))
+            if status >= 500 and method == "POST" and moved is not None:
+                # a move answered 5xx may still have been written (a database that stalled
+                # after the transaction was sent): the workers look for a due AI turn
+                # themselves (retrying while the database is down), no read needed
+                self.ai.enqueue(unquote(moved.group(1)))
         return response
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -390,11 +416,14 @@ class ApiGatewayWsgi:
         except ValueError:
             reason = ""
         out = [(k, v) for k, v in headers.items() if k.lower() not in _HOP_BY_HOP]
+        if not any(k.lower() == "x-content-type-options" for k, _ in out):
+            out.append(("X-Content-Type-Options", "nosniff"))  # /healthz, 429s, 500s too
         out.append(("Content-Length", str(len(body))))
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:
             ms = (time.perf_counter() - start) * 1000
-            print(f"{method} {target} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
+            shown = loggable_target(target)
+            print(f"{method} {shown} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
         return [b""] if method == "HEAD" else [body]
 
     def _respond(
@@ -452,7 +481,7 @@ class ApiGatewayWsgi:
                 if self.lobby_cache is not None and changes_lobby(method, path, status):
                     self.lobby_cache.clear()
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
-            log.exception("the API handler failed on %s %s", method, target)
+            log.exception("the API handler failed on %s %s", method, loggable_target(target))
             return (
                 500,
                 {"Content-Type": "application/json"},
@@ -462,6 +491,7 @@ class ApiGatewayWsgi:
         return int(response.get("statusCode", 500)), headers, response_body(response)
 
 
+_MOVE_PATH = re.compile(r"/games/([^/]+)/moves/?")
 _HOP_BY_HOP = frozenset(("content-length", "connection", "transfer-encoding", "keep-alive"))
 
 __all__ = [
@@ -477,6 +507,7 @@ __all__ = [
     "checkout_root",
     "environ_headers",
     "load_api_handler",
+    "loggable_target",
     "own_metric_set",
     "response_body",
 ]

@@ -1,0 +1,194 @@
+"""`horcrux serve`'s HTTP server (waitress, `server.LocalHttpServer`) at the edges it answers
+itself, before the API: a transfer coding it does not read is the client's 400, a declared
+body over the limit with `Expect: 100-continue` is an immediate 413 (no "100 Continue"),
+both with the API's JSON error body and `nosniff`. A stub WSGI app stands in for the API:
+it must never be called. The request log shows query keys, never their values."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from horcrux_tools.local.server import LocalHttpServer, ServerOptions
+from horcrux_tools.local.wsgi import ApiGatewayWsgi
+
+SOCKET_TIMEOUT_S = 30.0  # a hang fails the test instead of blocking it
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[LocalHttpServer, list[str]]]:
+    called: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        called.append(str(environ.get("PATH_INFO")))
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+    http = LocalHttpServer(app, "127.0.0.1", 0, ServerOptions(threads=2))
+    loop = threading.Thread(target=http.serve_forever, daemon=True)
+    loop.start()
+    try:
+        yield http, called
+    finally:
+        http.stop()
+        http.shutdown_threads()
+
+
+def exchange(http: LocalHttpServer, request: bytes) -> bytes:
+    """Send `request`, then read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", http.port), timeout=SOCKET_TIMEOUT_S) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def json_error(reply: bytes) -> tuple[bytes, dict[str, Any]]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return head.lower(), json.loads(body)
+
+
+def test_a_transfer_coding_other_than_chunked_is_a_json_400(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    body = b"5\r\nhello\r\n0\r\n\r\n"
+    request = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: gzip, chunked\r\n\r\n" + body
+    )
+    reply = exchange(http, request)
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+    head, error = json_error(reply)
+    assert error["error"] == "unsupported_transfer_encoding"
+    assert "Transfer-Encoding other than chunked" in error["message"]
+    assert b"content-type: application/json" in head
+    assert b"x-content-type-options: nosniff" in head
+    assert called == []
+
+
+def test_a_declared_body_over_the_limit_with_expect_continue_is_an_immediate_413(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    request = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n"
+    )
+    reply = exchange(http, request)  # no body is ever sent: a hang would time out
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"100 Continue" not in reply
+    head, error = json_error(reply)
+    assert error["error"] == "payload_too_large"
+    assert b"x-content-type-options: nosniff" in head
+    assert called == []
+
+
+def test_a_body_within_the_limit_with_expect_continue_still_gets_100_continue(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    http, called = server
+    with socket.create_connection(("127.0.0.1", http.port), timeout=SOCKET_TIMEOUT_S) as sock:
+        sock.sendall(
+            b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
+            b"Expect: 100-continue\r\nConnection: close\r\n\r\n"
+        )
+        interim = sock.recv(64)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        sock.sendall(b"{}")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert b"HTTP/1.1 200" in reply
+    assert called == ["/games"]
+
+
+# ---------------------------------------------------------------- the request log
+def test_the_request_log_shows_query_keys_never_their_values() -> None:
+    events: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        events.append(event)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+
+    log = io.StringIO()
+    app = ApiGatewayWsgi(handler, log_to=log)
+    invite = "s3cr3t-invite-code-0123456789"
+    token = "tok_" + "A" * 40
+    targets = [
+        f"/games/g1/seats/harry?invite={invite}",
+        f"/games?status=open&limit=5&cursor={invite}",
+        f"/games/g1?{token}",  # a token sent as a key: shown as *
+        "/games/g1",
+    ]
+    for target in targets:
+        path, _, query = target.partition("?")
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "REQUEST_URI": target,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(b""),
+        }
+        body = b"".join(app(environ, lambda status, headers: None))
+        assert body == b"{}"
+    lines = log.getvalue().splitlines()
+    assert [line.split(" -> ")[0] for line in lines] == [
+        "GET /games/g1/seats/harry?invite",
+        "GET /games?status&limit&cursor",
+        "GET /games/g1?*",
+        "GET /games/g1",
+    ]
+    assert invite not in log.getvalue() and token not in log.getvalue()
+    assert "open" not in log.getvalue()
+    # the handler itself still gets the whole query
+    assert events[0]["queryStringParameters"] == {"invite": invite}
+
+
+# ---------------------------------------------------------------- a move answered 5xx
+class RecordingAi:
+    """The AI workers' two entry points, recorded."""
+
+    def __init__(self) -> None:
+        self.noticed: list[int] = []
+        self.enqueued: list[str] = []
+
+    def notice(self, status: int, body: bytes) -> None:
+        self.noticed.append(status)
+
+    def enqueue(self, game_id: str) -> None:
+        self.enqueued.append(game_id)
+
+
+def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read() -> None:
+    statuses = iter([503, 200, 503, 409])
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": next(statuses), "headers": {}, "body": "{}"}
+
+    ai = RecordingAi()
+    app = ApiGatewayWsgi(handler, ai=ai)  # type: ignore[arg-type]
+    for method, target in (
+        ("POST", "/games/g%201/moves"),  # 503: may have been written
+        ("POST", "/games/g2/moves"),  # 200: the answer shows the game (notice)
+        ("GET", "/games/g3"),  # 503 on a read: nothing was written
+        ("POST", "/games/g4/moves"),  # 409: refused, nothing written
+    ):
+        environ = {
+            "REQUEST_METHOD": method,
+            "REQUEST_URI": target,
+            "PATH_INFO": target,
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(b""),
+        }
+        b"".join(app(environ, lambda status, headers: None))
+    assert ai.noticed == [503, 200, 503, 409]
+    assert ai.enqueued == ["g 1"]
