@@ -746,3 +746,66 @@ def test_a_wasted_attack_says_what_it_can_mean(served: Served, browser: Browser)
     _shot(page, "wasted-attack")
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 11. highlights and waiting
+OUTLINED = """() => [...document.querySelectorAll('[data-testid=board] .tile')]
+    .filter(t => getComputedStyle(t).outlineStyle !== 'none'
+        || getComputedStyle(t).boxShadow !== 'none').map(t => t.dataset.loc)"""
+LAST_BAR = "e => getComputedStyle(e, '::before').backgroundColor"
+
+
+def test_cursor_and_last_move_are_distinct_and_a_click_out_of_turn_shows_nothing(
+    served: Served, browser: Browser
+) -> None:
+    """Voldemort's page in a two-person game: while Harry moves it says whom it waits for;
+    a tile clicked out of turn stays as it was; the keyboard cursor is the only outline, and
+    the last move's tile carries a gold bar, not an outline."""
+    created = served.client.create_game(
+        {"kind": "human", "name": "Harriet"}, {"kind": "human"}, rules="classic", seed=SEED
+    )
+    game_id, harry = created["game_id"], created["token"]
+    vold = served.client.join(game_id, "voldemort")["token"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    seats = {game_id: {"seat": "voldemort", "token": vold, "name": None}}
+    page.evaluate("s => localStorage.setItem('horcrux.seats.v1', s)", json.dumps(seats))
+    page.goto(f"{served.url}/#/game/{game_id}")
+    to_move = page.get_by_test_id("to-move")
+    expect(to_move).to_have_text("Harry to move: waiting for Harriet")
+    # out of turn a tile is inert: no button, no focus, no outline, no message
+    tile = page.get_by_test_id("loc-hogwarts")
+    tile.click()
+    assert tile.evaluate("e => e.tagName") == "DIV"
+    assert tile.evaluate("e => document.activeElement === e") is False
+    assert page.evaluate(OUTLINED) == []
+    expect(page.get_by_test_id("message")).to_have_text("")
+    served.client.move(game_id, harry, {"type": "search", "location": "hogwarts"})
+    _my_turn(page, 1)
+    expect(to_move).to_have_text("Voldemort to move (you)")
+    # the last move's tile: a gold bar (::before), no outline, no ring
+    assert page.evaluate(OUTLINED) == []
+    assert tile.evaluate(LAST_BAR) == "rgb(227, 179, 65)"
+    # a chosen action by click: no keyboard cursor anywhere
+    page.get_by_test_id("action-plant_decoy").click()
+    expect(page.get_by_test_id("hint")).to_contain_text("decoy")
+    assert page.locator(".tile.cursor").count() == 0
+    page.keyboard.press("Escape")
+    # by the keyboard: exactly one outline, the cursor's, and the last tile keeps its bar
+    page.keyboard.press("d")  # the cursor starts on the first free location
+    cursor = page.locator(".tile.cursor")
+    expect(cursor).to_have_count(1)
+    expect(cursor).to_be_enabled()
+    at = cursor.get_attribute("data-loc")
+    assert page.evaluate(OUTLINED) == [at]
+    assert tile.evaluate(LAST_BAR) == "rgb(227, 179, 65)"
+    page.mouse.move(0, 0)
+    _shot(page, "highlights")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id(f"loc-{at}")).to_contain_text("DECOY")
+    expect(to_move).to_have_text("Harry to move: waiting for Harriet")
+    assert page.evaluate(OUTLINED) == []
+    assert errors == []
+    context.close()

@@ -648,12 +648,14 @@ function renderGame(screen) {
   const v = g.view;
   const mine = g.your_seat;
   const myTurn = g.status === "active" && mine && g.to_move === mine && g.legal;
+  // a two-person game: while the other seat moves, the page says whom it waits for
+  const other = g.status === "active" && mine && g.to_move !== mine && g.seats[g.to_move] && g.seats[g.to_move].kind === "human";
   const turnText =
     g.status === "over"
       ? "game over"
       : g.status === "open"
         ? "waiting for a second player"
-        : `${seatName(g.to_move)} to move${myTurn ? " (you)" : ""}`;
+        : `${seatName(g.to_move)} to move${myTurn ? " (you)" : ""}${other ? `: waiting for ${g.seats[g.to_move].name || "the other player"}` : ""}`;
   const header = h(
     "div",
     { class: "status", "data-testid": "status" },
@@ -735,6 +737,7 @@ function targets(screen) {
 }
 function choose(screen, action) {
   if (screen.busy) return;
+  screen.keyboard = false; // a click: no keyboard cursor until a key moves it
   screen.action = screen.action === action ? null : action;
   screen.picks = [];
   screen.note = null;
@@ -844,25 +847,31 @@ function renderBoard(screen, opts = {}) {
   const chips = Object.fromEntries(locs.map((l) => [l, []]));
   for (const rec of v.history) for (const o of rec.observations) chips[o.location].push([rec.turn, o]);
   if (screen.cursor >= locs.length) screen.cursor = 0;
-  const board = h("div", { class: "board", "data-testid": "board", role: "grid" });
+  // a tile is a button only while a location is being picked (an action chosen on this
+  // seat's turn); otherwise it is inert: a click out of turn shows nothing, not a focus ring
+  const picking = Boolean(screen.action && g.legal && g.status === "active" && g.to_move === g.your_seat);
+  const board = h("div", { class: `board ${picking ? "picking" : "idle"}`, "data-testid": "board", role: "grid" });
   locs.forEach((loc, i) => {
     const cls = ["tile"];
     if (tgt.has(loc)) cls.push("target");
     if (screen.picks.includes(loc)) cls.push("picked");
-    if (screen.action && i === screen.cursor) cls.push("cursor");
+    // the keyboard cursor (blue outline) only when the keyboard drives the pick; the last
+    // move's tiles get a gold bar, never an outline: two styles, never two outlines
+    if (screen.action && screen.keyboard && i === screen.cursor) cls.push("cursor");
     if (truthH.has(loc)) cls.push("horcrux");
     if (truthD.has(loc)) cls.push("decoy");
     if (lastLocs.has(loc)) cls.push("last");
     board.append(
       h(
-        "button",
+        picking ? "button" : "div",
         {
           class: cls.join(" "),
           "data-testid": `loc-${loc}`,
           "data-loc": loc,
-          disabled: screen.action ? !tgt.has(loc) || screen.busy : false,
+          role: picking ? null : "gridcell",
+          disabled: picking ? !tgt.has(loc) || screen.busy : false,
           heat: screen.showBelief || opts.heat ? ev.p[loc].toFixed(3) : 0,
-          onclick: () => pick(screen, loc),
+          onclick: picking ? () => { screen.keyboard = false; pick(screen, loc); } : null,
           title: place(loc),
         },
         h("span", { class: "name" }, place(loc)),
@@ -1042,6 +1051,7 @@ document.addEventListener("keydown", (ev) => {
     ev.preventDefault();
     const first = new Set(targets({ ...screen, action, picks: [] }));
     choose(screen, action);
+    screen.keyboard = true;
     const start = locs.findIndex((l) => first.has(l));
     if (start >= 0 && screen.action) {
       screen.cursor = start;
@@ -1053,6 +1063,7 @@ document.addEventListener("keydown", (ev) => {
   const move = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 5, ArrowUp: -5 }[ev.key];
   if (move) {
     ev.preventDefault();
+    screen.keyboard = true;
     screen.cursor = (screen.cursor + move + locs.length) % locs.length;
     renderGame(screen);
   } else if (ev.key === "Enter" || ev.key === " ") {
