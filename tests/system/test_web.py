@@ -809,3 +809,55 @@ def test_cursor_and_last_move_are_distinct_and_a_click_out_of_turn_shows_nothing
     assert page.evaluate(OUTLINED) == []
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 12. the first-game guide
+def test_the_first_game_guide_is_shown_once_and_can_be_dismissed(
+    served: Served, browser: Browser
+) -> None:
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    page.get_by_test_id("seed").fill(str(SEED))
+    page.get_by_test_id("new-game").click()
+    _my_turn(page, 1)
+    guide = page.get_by_test_id("guide")
+    expect(guide).to_be_visible()
+    # the numbers are the game's rules: the sensor, the attacks, decoys and relocations
+    expect(page.get_by_test_id("guide-search")).to_contain_text("positive 80% of the time")
+    expect(page.get_by_test_id("guide-search")).to_contain_text("positive 15% of the time")
+    expect(page.get_by_test_id("guide-attack")).to_contain_text(f"{STANDARD.attacks} attacks")
+    expect(page.get_by_test_id("guide-decoy")).to_contain_text("a decoy answers a search")
+    expect(page.get_by_test_id("guide-move")).to_contain_text("after a positive")
+    expect(page.get_by_test_id("guide-move")).to_contain_text(f"{STANDARD.relocations} times")
+    page.mouse.move(0, 0)
+    _shot(page, "first-game-guide")
+    # the guide does not stand in the way: a move is played with it on show
+    page.get_by_test_id("action-search").click()
+    page.get_by_test_id("loc-hogwarts").click()
+    _my_turn(page, 2)
+    page.get_by_test_id("guide-dismiss").click()
+    expect(guide).to_have_count(0)
+    assert page.evaluate("localStorage.getItem('horcrux.guide.v1')")
+    # remembered: the next game (and a reload) has no guide, and "Guide" brings it back
+    page.reload()
+    _my_turn(page, 2)
+    expect(guide).to_have_count(0)
+    page.goto(served.url + "/")
+    page.get_by_test_id("new-game").click()
+    _my_turn(page, 1)
+    expect(guide).to_have_count(0)
+    page.get_by_test_id("guide-open").click()
+    expect(guide).to_be_visible()
+    page.get_by_test_id("guide-dismiss").click()
+    expect(guide).to_have_count(0)
+    # a fresh browser (another person) gets it on its first game
+    other = _page(_context(browser), errors)
+    other.goto(served.url + "/")
+    other.get_by_test_id("new-game").click()
+    _my_turn(other, 1)
+    expect(other.get_by_test_id("guide")).to_be_visible()
+    assert errors == []
+    other.context.close()
+    context.close()

@@ -6,6 +6,8 @@
 
 const SEATS_KEY = "horcrux.seats.v1";
 const NAME_KEY = "horcrux.name.v1";
+// set once the player has dismissed the first-game guide: it is not shown again
+const GUIDE_KEY = "horcrux.guide.v1";
 // the browser's stable player key (the API's `player_key`): the same player id across games,
 // so cross-game memory of this person builds up; a secret like the tokens, never in a URL
 const PLAYER_KEY = "horcrux.player_key";
@@ -671,9 +673,11 @@ function renderGame(screen) {
     { class: "row" },
     h("button", { onclick: () => go("#/") }, "Lobby"),
     screen.token ? h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game") : null,
+    mine && localStorage.getItem(GUIDE_KEY) && !screen.guide ? h("button", { "data-testid": "guide-open", onclick: () => { screen.guide = true; renderGame(screen); } }, "Guide") : null,
     h("span", { class: "muted" }, "game ", h("code", {}, g.game_id)),
   );
   const parts = [messageBox(), nav, header];
+  if (mine && g.status !== "over" && (screen.guide || !localStorage.getItem(GUIDE_KEY))) parts.push(guidePanel(screen));
   if (g.status === "over") parts.push(endPanel(screen));
   if (g.status === "open") {
     parts.push(h("div", { class: "panel" }, h("p", {}, "Waiting for someone to join from the lobby. This page updates by itself.")));
@@ -683,6 +687,34 @@ function renderGame(screen) {
   parts.push(h("div", { class: "layout" }, h("div", {}, myTurn ? controls(screen) : null, board), h("div", {}, side, logPanel(screen))));
   show(h("section", { "data-testid": mine ? `seat-${mine}` : "spectator", class: "game" }, parts));
   if (screen.note) message(screen.note.text, screen.note.kind);
+}
+
+// The first-game guide: what the rules do to the obvious play, shown on a seat's page until
+// dismissed (remembered in localStorage, so once per browser); "Guide" brings it back.
+function guidePanel(screen) {
+  const r = screen.game.view.rules;
+  const pct = (x) => `${Math.round(x * 100)}%`;
+  const d = r.sensor ? pct(r.sensor.d) : "80%";
+  const f = r.sensor ? pct(r.sensor.f) : "15%";
+  const close = () => {
+    localStorage.setItem(GUIDE_KEY, String(Date.now()));
+    screen.guide = false;
+    renderGame(screen);
+  };
+  return h(
+    "div",
+    { class: "panel guide", "data-testid": "guide", role: "note" },
+    h("h2", {}, "Before you start: four things the rules do"),
+    h(
+      "ul",
+      { class: "howto" },
+      h("li", { "data-testid": "guide-search" }, `Search (S) asks a location: where something is hidden a search says positive ${d} of the time, but an empty location also says positive ${f} of the time. One positive proves little; several, with few negatives, say more.`),
+      h("li", { "data-testid": "guide-attack" }, `Attack (A) spends one of ${r.attacks} attacks and destroys a Horcrux only if one is there at that moment; Dumbledore's reveal tells the truth of one location.`),
+      h("li", { "data-testid": "guide-decoy" }, `Decoys: Voldemort may plant ${r.decoys} decoys; a decoy answers a search like a Horcrux, so positives pile up on it, and an attack there is wasted.`),
+      h("li", { "data-testid": "guide-move" }, `Voldemort sees your searches: after a positive at a real Horcrux he may move it (${r.relocations} times a game), so the place may be empty when you attack. Strike soon after strong evidence, and distrust positives that stop coming.`),
+    ),
+    h("div", { class: "row" }, h("button", { class: "primary", "data-testid": "guide-dismiss", onclick: close }, "Got it")),
+  );
 }
 
 function controls(screen) {
