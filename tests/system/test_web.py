@@ -861,3 +861,66 @@ def test_the_first_game_guide_is_shown_once_and_can_be_dismissed(
     assert errors == []
     other.context.close()
     context.close()
+
+
+# ---------------------------------------------------------------- 13. AI vs AI at a pace
+def _shown(page: Page) -> int:
+    return int(page.get_by_test_id("pace").get_attribute("data-shown") or "-1")
+
+
+def test_a_spectator_watches_ai_against_ai_at_a_pace_and_the_replay_plays(
+    served: Served, browser: Browser
+) -> None:
+    """An AI-vs-AI game the server finished in seconds: the spectator sees it from turn 1,
+    one of Harry's moves a second, with Pause, Step and Live; the replay has Play/Pause."""
+    game_id = _ai_game_over(served)
+    history = served.client.game(game_id)["view"]["history"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(f"{served.url}/#/game/{game_id}")
+    expect(page.get_by_test_id("spectator")).to_be_visible()
+    pace = page.get_by_test_id("pace")
+    expect(pace).to_be_visible()
+    # not the end at once: it starts before Harry's first move, and plays on by itself
+    expect(page.get_by_test_id("end")).to_have_count(0)
+    expect(pace).to_have_attribute("data-shown", re.compile(r"^[1-9]\d*$"))
+    page.get_by_test_id("pace-toggle").click()
+    expect(pace).to_have_attribute("data-playing", "false")
+    shown = _shown(page)
+    assert 0 < shown < len(history), shown
+    # what is shown is the game as it stood: the log and the turn of Harry's next move
+    log = page.get_by_test_id("log").locator("li")
+    expect(log).to_have_count(shown)
+    expect(page.get_by_test_id("status")).to_contain_text(f"Turn {history[shown]['turn']} /")
+    page.get_by_test_id("pace-step").click()
+    expect(pace).to_have_attribute("data-shown", str(shown + 1))
+    expect(log).to_have_count(shown + 1)
+    page.get_by_test_id("pace-step").click()
+    expect(pace).to_have_attribute("data-shown", str(shown + 2))
+    assert _shown(page) == shown + 2  # paused: nothing moved on by itself
+    page.mouse.move(0, 0)
+    _shot(page, "spectator-paced")
+    page.get_by_test_id("pace-live").click()
+    expect(page.get_by_test_id("end")).to_be_visible()
+    expect(log).to_have_count(len(history))
+    expect(page.get_by_test_id("pace-says")).to_contain_text("the game is over")
+    # the replay: Play steps on by itself, Pause holds it
+    page.get_by_test_id("open-replay").click()
+    step = page.get_by_test_id("replay-step")
+    expect(step).to_be_visible()
+    page.get_by_test_id("replay-slider").focus()
+    page.keyboard.press("Home")
+    expect(step).to_contain_text("Step 0 /")
+    play = page.get_by_test_id("replay-play")
+    play.click()
+    expect(play).to_have_text("Pause")
+    expect(step).to_contain_text("Step 2 /")
+    play.click()
+    expect(play).to_have_text("Play")
+    held = step.inner_text()
+    page.get_by_test_id("replay-slider").focus()
+    page.keyboard.press("ArrowRight")
+    expect(step).not_to_have_text(held)
+    assert errors == []
+    context.close()

@@ -17,6 +17,8 @@ function keepPlayerKey(data) {
 }
 const POLL_MS = [250, 500, 1000, 1000, 1000, 2000, 4000, 8000]; // by idle polls, then 8 s
 const LOBBY_POLL_MS = [5000, 5000, 10000];
+// the pace of an AI-vs-AI game for a spectator, and of the replay's play: one turn a second
+const PACE_MS = 1000;
 const metrics = (window.horcruxMetrics = { moves: [] });
 // this tab's part of an Idempotency-Key: a double click here replays, another tab is its own
 const TAB = Math.random().toString(36).slice(2, 10);
@@ -200,6 +202,7 @@ const playerName = () => localStorage.getItem(NAME_KEY) || "";
 // ------------------------------------------------------------------ routing (#/..., no secrets)
 function stop() {
   if (current && current.timer) clearTimeout(current.timer);
+  if (current && current.paceTimer) clearTimeout(current.paceTimer);
   current = null;
 }
 function route() {
@@ -583,10 +586,15 @@ async function refreshGame(screen, first) {
     const headers = screen.etag ? { "if-none-match": screen.etag } : {};
     const r = await api("GET", `/games/${encodeURIComponent(screen.id)}`, { token: screen.token, headers });
     if (current !== screen) return;
-    if (r.status === 304 || (screen.game && r.data.version === screen.game.version)) {
+    const seen = screen.live || screen.game;
+    if (r.status === 304 || (seen && r.data.version === seen.version)) {
       screen.idle += 1;
     } else {
-      screen.game = r.data;
+      if (pacedFor(screen, r.data)) {
+        screen.live = r.data; // the game as it is; the page shows it turn by turn
+        if (!screen.pace) startPace(screen);
+        screen.game = pacedView(screen);
+      } else screen.game = r.data;
       screen.etag = r.etag;
       if (r.data.status === "over") markOver(screen.id);
       screen.idle = 0;
@@ -677,6 +685,7 @@ function renderGame(screen) {
     h("span", { class: "muted" }, "game ", h("code", {}, g.game_id)),
   );
   const parts = [messageBox(), nav, header];
+  if (screen.pace) parts.push(pacePanel(screen));
   if (mine && g.status !== "over" && (screen.guide || !localStorage.getItem(GUIDE_KEY))) parts.push(guidePanel(screen));
   if (g.status === "over") parts.push(endPanel(screen));
   if (g.status === "open") {
@@ -714,6 +723,75 @@ function guidePanel(screen) {
       h("li", { "data-testid": "guide-move" }, `Voldemort sees your searches: after a positive at a real Horcrux he may move it (${r.relocations} times a game), so the place may be empty when you attack. Strike soon after strong evidence, and distrust positives that stop coming.`),
     ),
     h("div", { class: "row" }, h("button", { class: "primary", "data-testid": "guide-dismiss", onclick: close }, "Got it")),
+  );
+}
+
+// ------------------------------------------------------------------ a paced AI-vs-AI game
+// An AI-vs-AI game is over in seconds; a spectator sees it at PACE_MS a turn instead, from
+// the game already fetched (Harry's view: its history), with Pause / Play, Step and Live.
+function pacedFor(screen, g) {
+  return !screen.token && !g.your_seat && ["harry", "voldemort"].every((s) => g.seats[s] && g.seats[s].kind === "ai");
+}
+const pacedBehind = (screen) => Boolean(screen.pace && screen.live && screen.pace.shown < screen.live.view.history.length);
+function startPace(screen) {
+  screen.pace = { shown: 0, playing: true };
+  const tick = () => {
+    if (current !== screen) return;
+    const p = screen.pace;
+    if (p.playing && pacedBehind(screen)) {
+      p.shown += 1;
+      screen.game = pacedView(screen);
+      renderGame(screen);
+    }
+    if (!(screen.live.status === "over" && !pacedBehind(screen))) screen.paceTimer = setTimeout(tick, PACE_MS);
+  };
+  screen.paceTimer = setTimeout(tick, PACE_MS);
+}
+// the game as it stood before Harry's move number `shown` (0: the start): his view's first
+// `shown` records, the counts that follow from them, Harry to move; once caught up, the game
+function pacedView(screen) {
+  const live = screen.live;
+  const all = live.view.history;
+  const k = Math.min(screen.pace.shown, all.length);
+  if (k >= all.length) return live;
+  const hist = all.slice(0, k);
+  const rules = live.view.rules;
+  let destroyed = 0;
+  let attacks = 0;
+  for (const rec of hist) {
+    if (rec.action && rec.action.type === "attack") attacks += 1;
+    for (const o of rec.observations) if (o.kind === "attack" && o.outcome === "destroyed") destroyed += 1;
+  }
+  const turn = all[k].turn;
+  const view = { ...live.view, history: hist, turn, horcruxes_destroyed: destroyed, horcruxes_left: rules.horcruxes - destroyed, attacks_left: rules.attacks - attacks, allies: {} };
+  return { ...live, view, turn, status: "active", to_move: "harry", winner: null, end_reason: null, legal: null };
+}
+function pacePanel(screen) {
+  const p = screen.pace;
+  const n = screen.live.view.history.length;
+  const behind = pacedBehind(screen);
+  const over = screen.live.status === "over";
+  const say = behind
+    ? `Paced: one turn a second; Harry's move ${p.shown + 1} of the ${n} played so far${over ? " (the game is over)" : ""}.`
+    : over
+      ? `Every one of Harry's ${n} moves shown: the game is over.`
+      : "Caught up with the game: each new turn is shown as it is played.";
+  const set = (fn) => () => {
+    fn();
+    screen.game = pacedView(screen);
+    renderGame(screen);
+  };
+  return h(
+    "div",
+    { class: "panel", "data-testid": "pace", "data-shown": String(Math.min(p.shown, n)), "data-playing": String(p.playing) },
+    h("p", { class: "muted", "data-testid": "pace-says" }, say, behind ? " The allies' state is shown once caught up." : ""),
+    h(
+      "div",
+      { class: "row" },
+      h("button", { "data-testid": "pace-toggle", onclick: set(() => { p.playing = !p.playing; }) }, p.playing ? "Pause" : "Play"),
+      h("button", { "data-testid": "pace-step", disabled: !behind, onclick: set(() => { p.playing = false; p.shown += 1; }) }, "Step"),
+      h("button", { "data-testid": "pace-live", disabled: !behind, onclick: set(() => { p.shown = n; }) }, "Live"),
+    ),
   );
 }
 
@@ -871,7 +949,8 @@ function renderBoard(screen, opts = {}) {
   const truthH = new Set(v.horcrux_locations || []);
   const truthD = new Set(v.decoy_locations || []);
   const own = evidence(v.rules, v.history, v.horcruxes_left);
-  const ai = screen.showBelief && !opts.heat ? aiBelief(screen) : null;
+  // the AI's map is of the game as it is now: not while a paced view shows an earlier turn
+  const ai = screen.showBelief && !opts.heat && !pacedBehind(screen) ? aiBelief(screen) : null;
   const ev = ai && ai.occupancy ? { p: ai.occupancy } : own;
   screen.beliefSource = ai && ai.occupancy ? "ai" : "own";
   const last = v.history.length ? v.history[v.history.length - 1] : null;
@@ -1152,6 +1231,22 @@ async function replayScreen(gameId) {
   screen.step = data.replay.steps.length - 1;
   renderReplay(screen);
 }
+// the replay's Play: one step every PACE_MS to the end (from the start if at the end)
+function replayPlay(screen, on) {
+  clearTimeout(screen.timer);
+  screen.playing = on;
+  const last = screen.data.replay.steps.length - 1;
+  if (on && screen.step >= last) screen.step = 0;
+  const tick = () => {
+    if (current !== screen || !screen.playing) return;
+    screen.step = Math.min(last, screen.step + 1);
+    if (screen.step >= last) screen.playing = false;
+    renderReplay(screen);
+    if (screen.playing) screen.timer = setTimeout(tick, PACE_MS);
+  };
+  renderReplay(screen);
+  if (on) screen.timer = setTimeout(tick, PACE_MS);
+}
 function replayKey(screen, ev) {
   if (!screen.data) return;
   const n = screen.data.replay.steps.length;
@@ -1200,7 +1295,13 @@ function renderReplay(screen) {
       messageBox(),
       h("div", { class: "row" }, h("button", { onclick: () => go("#/") }, "Lobby"), h("span", { class: "muted" }, "replay of ", h("code", {}, screen.id), ` · seed ${replay.seed}`)),
       h("div", { class: "panel end" }, h("h2", {}, `${seatName(replay.winner)} won`), h("p", {}, `${cap(replay.end_reason || "")}. Every move below is revealed.`)),
-      h("div", { class: "panel" }, h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)), slider, h("p", { class: "muted" }, "← → step, Home / End.")),
+      h(
+        "div",
+        { class: "panel" },
+        h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)),
+        slider,
+        h("div", { class: "row" }, h("button", { "data-testid": "replay-play", "data-playing": String(Boolean(screen.playing)), onclick: () => replayPlay(screen, !screen.playing) }, screen.playing ? "Pause" : "Play"), h("span", { class: "muted" }, "← → step, Home / End; Play: one step a second.")),
+      ),
       h(
         "div",
         { class: "grid2" },
