@@ -924,3 +924,46 @@ def test_a_spectator_watches_ai_against_ai_at_a_pace_and_the_replay_plays(
     expect(step).not_to_have_text(held)
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 14. the replay's belief
+def test_the_replays_belief_at_each_step_is_the_apis_for_that_turn(
+    served: Served, browser: Browser
+) -> None:
+    """At several steps of an AI-vs-AI game's replay (the start, Harry's and Voldemort's
+    steps in the middle, the last step) the belief map shown is `GET /games/{id}/belief?
+    turn=N` (N: one past Harry's last move by then), and it adds up to the Horcruxes left."""
+    game_id = _ai_game_over(served)
+    _, _, replay = get_json(f"{served.url}/games/{game_id}/replay")
+    steps = replay["replay"]["steps"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(f"{served.url}/#/replay/{game_id}")
+    board = page.get_by_test_id("replay-belief")
+    expect(board).to_be_visible()
+    last = len(steps) - 1
+    middle = [i for i in range(1, last) if steps[i]["actor"] == "harry"][len(steps) // 4]
+    for i in (last, 0, middle, middle + 1, last - 1):
+        page.get_by_test_id("replay-slider").evaluate(
+            "(e, v) => { e.value = String(v); e.dispatchEvent(new Event('input')); }", i
+        )
+        expect(page.get_by_test_id("replay-step")).to_contain_text(f"Step {i} /")
+        harry_turns = [s["turn"] for s in steps[1 : i + 1] if s["actor"] == "harry"]
+        n = harry_turns[-1] + 1 if harry_turns else 1
+        expect(board).to_have_attribute("data-turn", str(n))
+        expect(board).to_have_attribute("data-source", "api")
+        code, _, belief = get_json(f"{served.url}/games/{game_id}/belief?turn={n}")
+        assert code == 200 and belief["turn"] == n
+        left = len(steps[i]["horcruxes"])
+        assert math.isclose(sum(belief["occupancy"].values()), left, abs_tol=0.01), (i, belief)
+        for loc, p in belief["occupancy"].items():
+            tile = page.get_by_test_id(f"replay-belief-{loc}").locator(".p")
+            expect(tile).to_have_text(f"{math.floor(p * 100 + 0.5)}%")  # JS Math.round
+        expect(page.get_by_test_id("replay-belief-says")).to_contain_text(
+            f"Horcruxes left ({left})"
+        )
+    page.mouse.move(0, 0)
+    _shot(page, "replay-belief")
+    assert errors == []
+    context.close()

@@ -1229,7 +1229,36 @@ async function replayScreen(gameId) {
   if (current !== screen) return;
   screen.data = data;
   screen.step = data.replay.steps.length - 1;
+  screen.beliefs = {};
   renderReplay(screen);
+  loadReplayBeliefs(screen);
+}
+// The replay's belief map at a step is the API's: `GET /games/{id}/belief?turn=N`, the
+// default AI Harry's map on Harry's records before turn N (N: one past his last move by
+// that step; 1 at the start), so the replay never contradicts the game's own map. The
+// current step's is fetched first, then every other one (for the entropy line), each once.
+const beliefTurn = (steps, i) => {
+  const hist = historyUpTo(steps, i);
+  return hist.length ? hist[hist.length - 1].turn + 1 : 1;
+};
+async function loadReplayBeliefs(screen) {
+  const steps = screen.data.replay.steps;
+  const wanted = [...new Set([beliefTurn(steps, screen.step), ...steps.map((_, i) => beliefTurn(steps, i))])];
+  const fetchOne = async (n) => {
+    if (screen.beliefs[n]) return;
+    try {
+      screen.beliefs[n] = (await api("GET", `/games/${encodeURIComponent(screen.id)}/belief?turn=${n}`)).data;
+    } catch (err) {
+      screen.beliefs[n] = { error: `${err.code}: ${err.message}` };
+    }
+    if (current === screen && beliefTurn(steps, screen.step) === n) renderReplay(screen);
+  };
+  for (const n of wanted) {
+    if (current !== screen) return;
+    await fetchOne(n);
+  }
+  screen.beliefsLoaded = true;
+  if (current === screen) renderReplay(screen);
 }
 // the replay's Play: one step every PACE_MS to the end (from the start if at the end)
 function replayPlay(screen, on) {
@@ -1266,7 +1295,12 @@ function renderReplay(screen) {
   const s = steps[i];
   const rules = replay.rules;
   const hist = historyUpTo(steps, i);
-  const ev = evidence(rules, hist, rules.horcruxes - s.destroyed);
+  const own = evidence(rules, hist, rules.horcruxes - s.destroyed);
+  const n = beliefTurn(steps, i);
+  const map = screen.beliefs && screen.beliefs[n];
+  const fromApi = Boolean(map && map.occupancy);
+  const ev = fromApi ? { p: map.occupancy } : own;
+  const total = rules.locations.reduce((a, l) => a + ev.p[l], 0);
   const aiBelief = beliefs.filter((b) => b.turn <= s.turn).pop();
   const truthH = new Set(s.horcruxes);
   const truthD = new Set(s.decoys);
@@ -1310,11 +1344,20 @@ function renderReplay(screen) {
           "div",
           { class: "panel" },
           h("h3", {}, "Harry's belief (his own evidence)"),
-          h("div", { class: "board" }, rules.locations.map((l) => tile(l, true))),
+          h("div", { class: "board", "data-testid": "replay-belief", "data-turn": String(n), "data-source": fromApi ? "api" : "own" }, rules.locations.map((l) => tile(l, true))),
+          h(
+            "p",
+            { class: "muted", "data-testid": "replay-belief-says" },
+            fromApi
+              ? `An AI Harry's map (the planner, GET /games/{id}/belief?turn=${n}) on Harry's evidence before turn ${n}: ${map.entropy.toFixed(2)} bits; the chances add up to ${total.toFixed(2)}, the Horcruxes left (${s.horcruxes.length}).`
+              : map && map.error
+                ? `The AI's map could not be read (${map.error}); shown: the page's own estimate (independent locations).`
+                : "Reading the AI's map; until it arrives: the page's own estimate (independent locations).",
+          ),
           aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `AI Harry's belief at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
         ),
       ),
-      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
+      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "an AI Harry's map on Harry's evidence after each of his moves (bits)" : beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
       h(
         "div",
         { class: "panel" },
@@ -1365,7 +1408,9 @@ function entropyChart(screen, steps, beliefs, rules) {
   const lastTurn = steps[steps.length - 1].turn;
   const maxT = Math.min(rules.max_turns, Math.max(10, lastTurn));
   let points;
-  if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
+  const got = screen.beliefsLoaded ? steps.map((st, i) => (st.actor === "harry" ? [st.turn, screen.beliefs[beliefTurn(steps, i)]] : null)).filter((x) => x && x[1] && x[1].occupancy) : [];
+  if (got.length) points = got.map(([t, b]) => [t, b.entropy]);
+  else if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
   else {
     points = [];
     for (let i = 0; i < steps.length; i++) {
