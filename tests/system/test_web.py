@@ -967,3 +967,56 @@ def test_the_replays_belief_at_each_step_is_the_apis_for_that_turn(
     _shot(page, "replay-belief")
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 15. a private game's invite
+def test_a_private_game_invites_by_a_link_with_the_code_in_its_fragment(
+    served: Served, browser: Browser
+) -> None:
+    errors: list[str] = []
+    host_ctx, guest_ctx = _context(browser), _context(browser)
+    host, guest = _page(host_ctx, errors), _page(guest_ctx, errors)
+    host.goto(served.url + "/")
+    expect(host.get_by_test_id("private")).to_be_hidden()  # against the AI: nothing to invite
+    host.get_by_test_id("opponent").select_option("human")
+    host.get_by_test_id("private").check()
+    host.get_by_test_id("player-name").fill("Hermia")
+    with host.expect_request(lambda r: r.method == "POST" and r.url.endswith("/games")) as sent:
+        host.get_by_test_id("new-game").click()
+    assert json.loads(sent.value.post_data or "{}")["private"] is True
+    game_id = _game_id(host)
+    code = json.loads(host.evaluate("localStorage.getItem('horcrux.seats.v1')"))[game_id]["invite"]
+    link = host.get_by_test_id("invite-link").input_value()
+    # the code is in the fragment only: nothing after a '?', nothing before the '#'
+    assert link == f"{served.url}/#/invite/{game_id}/{code}", link
+    assert "?" not in link and code not in link.split("#", 1)[0]
+    host.get_by_test_id("copy-invite").click()
+    expect(host.get_by_test_id("message")).to_contain_text("link")
+    _shot(host, "private-invite")
+    listed = [
+        g["game_id"]
+        for status in ("open", "active")
+        for g in served.client.request("GET", "/games", query={"status": status})["games"]
+    ]
+    assert game_id not in listed  # private: never in the lobby
+    # the guest opens the link: invited by name, joins as Voldemort under their own name
+    requests: list[str] = []
+    guest.on("request", lambda r: requests.append(r.url))
+    guest.goto(link)
+    expect(guest.get_by_test_id("invited")).to_contain_text("Hermia invites you")
+    guest.get_by_test_id("player-name").fill("Ron")
+    guest.get_by_test_id("accept-invite").click()
+    expect(guest.get_by_test_id("seat-voldemort")).to_be_visible()
+    assert code not in guest.url  # replaced: the code leaves the address bar
+    # the page loads never carried it; only the API's join did, as the API asks
+    page_loads = [u for u in requests if "/games/" not in u]
+    assert page_loads and all(code not in u for u in page_loads), page_loads
+    joins = [u for u in requests if "/seats/" in u]
+    assert len(joins) == 1 and joins[0].endswith(f"/seats/voldemort?invite={code}")
+    expect(host.get_by_test_id("status")).to_contain_text("Voldemort: Ron")
+    expect(host.get_by_test_id("invite")).to_have_count(0)
+    expect(host.get_by_test_id("to-move")).to_contain_text("Harry to move (you)")
+    assert served.client.free_seats(game_id) == []
+    assert errors == []
+    host_ctx.close()
+    guest_ctx.close()

@@ -180,9 +180,9 @@ function heldSeats() {
     return {};
   }
 }
-function holdSeat(gameId, seat, token, name) {
+function holdSeat(gameId, seat, token, name, invite) {
   const all = heldSeats();
-  all[gameId] = { seat, token, name: name || null, since: Date.now() };
+  all[gameId] = { seat, token, name: name || null, since: Date.now(), ...(invite ? { invite } : {}) };
   localStorage.setItem(SEATS_KEY, JSON.stringify(all));
 }
 function markOver(gameId) {
@@ -210,6 +210,7 @@ function route() {
   const [, kind, id] = (window.location.hash || "#/").split("/");
   if (kind === "game" && id) return gameScreen(decodeURIComponent(id));
   if (kind === "replay" && id) return replayScreen(decodeURIComponent(id));
+  if (kind === "invite" && id) return inviteScreen(decodeURIComponent(id), decodeURIComponent((window.location.hash.split("/")[3] || "")));
   return lobbyScreen();
 }
 const go = (hash) => {
@@ -288,6 +289,8 @@ async function lobbyScreen() {
     h("option", { value: "standard" }, "standard (with Ron, Hermione and Dumbledore)"),
     h("option", { value: "classic" }, "classic (no allies)"),
   );
+  const privateBox = h("input", { type: "checkbox", name: "private", "data-testid": "private" });
+  const privateRow = h("label", {}, h("span", {}, "Private"), privateBox, " not listed: you send an invite link");
   const harryBrain = brainSelect("harry", "harry-brain");
   const voldemortBrain = brainSelect("voldemort", "voldemort-brain");
   const seed = h("input", { name: "seed", "data-testid": "seed", inputmode: "numeric", placeholder: "random" });
@@ -313,6 +316,8 @@ async function lobbyScreen() {
     harryRow.hidden = harryAny.hidden = !(me === "none" || (me === "voldemort" && ai));
     voldemortRow.hidden = voldemortAny.hidden = !(me === "none" || (me === "harry" && ai));
     advanced.hidden = harryRow.hidden && voldemortRow.hidden;
+    privateRow.hidden = !(me !== "none" && opponent.value === "human");
+    if (privateRow.hidden) privateBox.checked = false;
   };
   mySeat.addEventListener("change", sync);
   opponent.addEventListener("change", sync);
@@ -322,6 +327,7 @@ async function lobbyScreen() {
     { "data-testid": "new-game-form" },
     h("label", {}, h("span", {}, "You play"), mySeat),
     h("label", {}, h("span", {}, "Against"), opponent),
+    privateRow,
     harryRow,
     voldemortRow,
     advanced,
@@ -340,6 +346,7 @@ async function lobbyScreen() {
       return { kind: "ai", brain: chosen.value };
     };
     const body = { seats: { harry: seat("harry"), voldemort: seat("voldemort") }, rules: rules.value };
+    if (privateBox.checked) body.private = true;
     if (seed.value.trim() !== "") {
       if (!/^\d{1,19}$/.test(seed.value.trim())) return message("The seed must be a whole number (0 or more), or empty for a random one.");
       body.seed = Number(seed.value.trim());
@@ -500,22 +507,25 @@ async function createGame(body, name) {
   try {
     const r = await api("POST", "/games", { body });
     keepPlayerKey(r.data);
-    if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim());
+    if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim(), r.data.invite);
     go(`#/game/${encodeURIComponent(r.data.game_id)}`);
   } catch (err) {
     message(`The game was not created: ${err.message}`);
   }
 }
-async function joinGame(gameId, seat, name) {
+async function joinGame(gameId, seat, name, invite) {
   message("");
   localStorage.setItem(NAME_KEY, name || "");
   const trimmed = String(name || "").trim();
   try {
     const body = { ...(trimmed ? { name: trimmed } : {}), ...(playerKey() ? { player_key: playerKey() } : {}) };
-    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}`, Object.keys(body).length ? { body } : {});
+    // a private game's code goes to the API as it asks (`?invite=`), never in the page's URL
+    const query = invite ? `?invite=${encodeURIComponent(invite)}` : "";
+    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}${query}`, Object.keys(body).length ? { body } : {});
     keepPlayerKey(r.data);
     holdSeat(gameId, seat, r.data.token, trimmed);
-    go(`#/game/${encodeURIComponent(gameId)}`);
+    // replace, not push: the invite link (its code) does not stay in this tab's history
+    window.location.replace(`#/game/${encodeURIComponent(gameId)}`);
   } catch (err) {
     message(`You did not join: ${err.message}`);
   }
@@ -688,7 +698,9 @@ function renderGame(screen) {
   if (screen.pace) parts.push(pacePanel(screen));
   if (mine && g.status !== "over" && (screen.guide || !localStorage.getItem(GUIDE_KEY))) parts.push(guidePanel(screen));
   if (g.status === "over") parts.push(endPanel(screen));
-  if (g.status === "open") {
+  const held = heldSeats()[screen.id];
+  if (g.status === "open" && held && held.invite) parts.push(invitePanel(screen, held.invite));
+  else if (g.status === "open") {
     parts.push(h("div", { class: "panel" }, h("p", {}, "Waiting for someone to join from the lobby. This page updates by itself.")));
   }
   const board = renderBoard(screen);
@@ -718,11 +730,71 @@ function guidePanel(screen) {
       "ul",
       { class: "howto" },
       h("li", { "data-testid": "guide-search" }, `Search (S) asks a location: where something is hidden a search says positive ${d} of the time, but an empty location also says positive ${f} of the time. One positive proves little; several, with few negatives, say more.`),
-      h("li", { "data-testid": "guide-attack" }, `Attack (A) spends one of ${r.attacks} attacks and destroys a Horcrux only if one is there at that moment; Dumbledore's reveal tells the truth of one location.`),
+      h("li", { "data-testid": "guide-attack" }, `Attack (A) spends one of ${r.attacks} attacks and destroys a Horcrux only if one is there at that moment${r.allies && r.allies.dumbledore ? "; Dumbledore's reveal tells the truth of one location" : ""}.`),
       h("li", { "data-testid": "guide-decoy" }, `Decoys: Voldemort may plant ${r.decoys} decoys; a decoy answers a search like a Horcrux, so positives pile up on it, and an attack there is wasted.`),
       h("li", { "data-testid": "guide-move" }, `Voldemort sees your searches: after a positive at a real Horcrux he may move it (${r.relocations} times a game), so the place may be empty when you attack. Strike soon after strong evidence, and distrust positives that stop coming.`),
     ),
     h("div", { class: "row" }, h("button", { class: "primary", "data-testid": "guide-dismiss", onclick: close }, "Got it")),
+  );
+}
+
+// ------------------------------------------------------------------ private games: invites
+// The link carries the code in its fragment (`#/invite/<id>/<code>`): a browser never sends
+// a fragment to a server, so no server log, proxy or Referer records it.
+const inviteLink = (gameId, code) => `${window.location.origin}${window.location.pathname}#/invite/${encodeURIComponent(gameId)}/${encodeURIComponent(code)}`;
+function invitePanel(screen, code) {
+  const link = h("input", { readonly: true, value: inviteLink(screen.id, code), "data-testid": "invite-link", "aria-label": "invite link", class: "wide" });
+  const copy = async () => {
+    link.select();
+    try {
+      await navigator.clipboard.writeText(link.value);
+      message("The invite link is copied: send it to the person you invite.", "info");
+    } catch {
+      message("Copy the selected link by hand (the browser refused the clipboard).", "info");
+    }
+  };
+  return h(
+    "div",
+    { class: "panel", "data-testid": "invite" },
+    h("h3", {}, "A private game: invite someone"),
+    h("p", {}, "This game is not listed in the lobby. Send this link to the person you want to play; it holds the invite code, so send it to them alone. This page updates by itself once they join."),
+    h("div", { class: "row" }, link, h("button", { class: "primary", "data-testid": "copy-invite", onclick: copy }, "Copy the link")),
+  );
+}
+async function inviteScreen(gameId, code) {
+  const screen = (current = { kind: "invite", id: gameId, timer: null });
+  show(h("section", { "data-testid": "invited" }, messageBox(), h("p", { class: "muted" }, "Reading the game…")));
+  let g;
+  try {
+    g = (await api("GET", `/games/${encodeURIComponent(gameId)}`)).data;
+  } catch (err) {
+    if (current !== screen) return;
+    show(h("section", { "data-testid": "invited" }, messageBox(), h("div", { class: "row" }, h("button", { "data-testid": "back-to-lobby", onclick: () => go("#/") }, "Back to the lobby"))));
+    return message(`This invite leads nowhere (${err.code}): ${err.message}`);
+  }
+  if (current !== screen) return;
+  const free = ["harry", "voldemort"].filter((s) => g.seats[s] && g.seats[s].kind === "human" && !g.seats[s].taken);
+  const nameInput = h("input", { "data-testid": "player-name", value: playerName(), placeholder: "optional, 1-32 characters", autocomplete: "nickname" });
+  const host = ["harry", "voldemort"].map((s) => g.seats[s]).find((x) => x && x.taken && x.name);
+  show(
+    h(
+      "section",
+      { "data-testid": "invited" },
+      messageBox(),
+      h(
+        "div",
+        { class: "panel" },
+        h("h2", {}, "You are invited to a private game"),
+        h("p", {}, `${host ? host.name : "A player"} invites you (${g.rules} rules). `, free.length ? `Your seat: ${seatName(free[0])}.` : "Its seats are all taken."),
+        free.length ? h("label", {}, h("span", {}, "Your name"), nameInput) : null,
+        h(
+          "div",
+          { class: "row" },
+          free.length ? h("button", { class: "primary", "data-testid": "accept-invite", onclick: () => joinGame(gameId, free[0], nameInput.value, code) }, `Join as ${seatName(free[0])}`) : null,
+          h("button", { onclick: () => go("#/") }, "Back to the lobby"),
+        ),
+      ),
+    ),
   );
 }
 
@@ -1354,7 +1426,7 @@ function renderReplay(screen) {
                 ? `The AI's map could not be read (${map.error}); shown: the page's own estimate (independent locations).`
                 : "Reading the AI's map; until it arrives: the page's own estimate (independent locations).",
           ),
-          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `AI Harry's belief at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
+          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `This game's AI Harry, as it chose its move at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
         ),
       ),
       h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "an AI Harry's map on Harry's evidence after each of his moves (bits)" : beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
