@@ -339,6 +339,9 @@ def test_play_local_starts_its_own_server() -> None:
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert "-> hogwarts:" in done.stdout and "Left game" in done.stdout
     assert "Turn 2/50" in done.stdout  # the AI Voldemort replied
+    # the local server and its data end with the command: never "stays on the server"
+    assert "stays on the server" not in done.stdout
+    assert "takes its data with it" in done.stdout
 
 
 # ---------------------------------------------------------------- the command parser

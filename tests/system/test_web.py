@@ -746,3 +746,277 @@ def test_a_wasted_attack_says_what_it_can_mean(served: Served, browser: Browser)
     _shot(page, "wasted-attack")
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 11. highlights and waiting
+OUTLINED = """() => [...document.querySelectorAll('[data-testid=board] .tile')]
+    .filter(t => getComputedStyle(t).outlineStyle !== 'none'
+        || getComputedStyle(t).boxShadow !== 'none').map(t => t.dataset.loc)"""
+LAST_BAR = "e => getComputedStyle(e, '::before').backgroundColor"
+
+
+def test_cursor_and_last_move_are_distinct_and_a_click_out_of_turn_shows_nothing(
+    served: Served, browser: Browser
+) -> None:
+    """Voldemort's page in a two-person game: while Harry moves it says whom it waits for;
+    a tile clicked out of turn stays as it was; the keyboard cursor is the only outline, and
+    the last move's tile carries a gold bar, not an outline."""
+    created = served.client.create_game(
+        {"kind": "human", "name": "Harriet"}, {"kind": "human"}, rules="classic", seed=SEED
+    )
+    game_id, harry = created["game_id"], created["token"]
+    vold = served.client.join(game_id, "voldemort")["token"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    seats = {game_id: {"seat": "voldemort", "token": vold, "name": None}}
+    page.evaluate("s => localStorage.setItem('horcrux.seats.v1', s)", json.dumps(seats))
+    page.goto(f"{served.url}/#/game/{game_id}")
+    to_move = page.get_by_test_id("to-move")
+    expect(to_move).to_have_text("Harry to move: waiting for Harriet")
+    # out of turn a tile is inert: no button, no focus, no outline, no message
+    tile = page.get_by_test_id("loc-hogwarts")
+    tile.click()
+    assert tile.evaluate("e => e.tagName") == "DIV"
+    assert tile.evaluate("e => document.activeElement === e") is False
+    assert page.evaluate(OUTLINED) == []
+    expect(page.get_by_test_id("message")).to_have_text("")
+    served.client.move(game_id, harry, {"type": "search", "location": "hogwarts"})
+    _my_turn(page, 1)
+    expect(to_move).to_have_text("Voldemort to move (you)")
+    # the last move's tile: a gold bar (::before), no outline, no ring
+    assert page.evaluate(OUTLINED) == []
+    assert tile.evaluate(LAST_BAR) == "rgb(227, 179, 65)"
+    # a chosen action by click: no keyboard cursor anywhere
+    page.get_by_test_id("action-plant_decoy").click()
+    expect(page.get_by_test_id("hint")).to_contain_text("decoy")
+    assert page.locator(".tile.cursor").count() == 0
+    page.keyboard.press("Escape")
+    # by the keyboard: exactly one outline, the cursor's, and the last tile keeps its bar
+    page.keyboard.press("d")  # the cursor starts on the first free location
+    cursor = page.locator(".tile.cursor")
+    expect(cursor).to_have_count(1)
+    expect(cursor).to_be_enabled()
+    at = cursor.get_attribute("data-loc")
+    assert page.evaluate(OUTLINED) == [at]
+    assert tile.evaluate(LAST_BAR) == "rgb(227, 179, 65)"
+    page.mouse.move(0, 0)
+    _shot(page, "highlights")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id(f"loc-{at}")).to_contain_text("DECOY")
+    expect(to_move).to_have_text("Harry to move: waiting for Harriet")
+    assert page.evaluate(OUTLINED) == []
+    assert errors == []
+    context.close()
+
+
+# ---------------------------------------------------------------- 12. the first-game guide
+def test_the_first_game_guide_is_shown_once_and_can_be_dismissed(
+    served: Served, browser: Browser
+) -> None:
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    page.get_by_test_id("seed").fill(str(SEED))
+    page.get_by_test_id("new-game").click()
+    _my_turn(page, 1)
+    guide = page.get_by_test_id("guide")
+    expect(guide).to_be_visible()
+    # the numbers are the game's rules: the sensor, the attacks, decoys and relocations
+    expect(page.get_by_test_id("guide-search")).to_contain_text("positive 80% of the time")
+    expect(page.get_by_test_id("guide-search")).to_contain_text("positive 15% of the time")
+    expect(page.get_by_test_id("guide-attack")).to_contain_text(f"{STANDARD.attacks} attacks")
+    expect(page.get_by_test_id("guide-decoy")).to_contain_text("a decoy answers a search")
+    expect(page.get_by_test_id("guide-move")).to_contain_text("after a positive")
+    expect(page.get_by_test_id("guide-move")).to_contain_text(f"{STANDARD.relocations} times")
+    page.mouse.move(0, 0)
+    _shot(page, "first-game-guide")
+    # the guide does not stand in the way: a move is played with it on show
+    page.get_by_test_id("action-search").click()
+    page.get_by_test_id("loc-hogwarts").click()
+    _my_turn(page, 2)
+    page.get_by_test_id("guide-dismiss").click()
+    expect(guide).to_have_count(0)
+    assert page.evaluate("localStorage.getItem('horcrux.guide.v1')")
+    # remembered: the next game (and a reload) has no guide, and "Guide" brings it back
+    page.reload()
+    _my_turn(page, 2)
+    expect(guide).to_have_count(0)
+    page.goto(served.url + "/")
+    page.get_by_test_id("new-game").click()
+    _my_turn(page, 1)
+    expect(guide).to_have_count(0)
+    page.get_by_test_id("guide-open").click()
+    expect(guide).to_be_visible()
+    page.get_by_test_id("guide-dismiss").click()
+    expect(guide).to_have_count(0)
+    # a fresh browser (another person) gets it on its first game
+    other = _page(_context(browser), errors)
+    other.goto(served.url + "/")
+    other.get_by_test_id("new-game").click()
+    _my_turn(other, 1)
+    expect(other.get_by_test_id("guide")).to_be_visible()
+    assert errors == []
+    other.context.close()
+    context.close()
+
+
+# ---------------------------------------------------------------- 13. AI vs AI at a pace
+def _shown(page: Page) -> int:
+    return int(page.get_by_test_id("pace").get_attribute("data-shown") or "-1")
+
+
+def test_a_spectator_watches_ai_against_ai_at_a_pace_and_the_replay_plays(
+    served: Served, browser: Browser
+) -> None:
+    """An AI-vs-AI game the server finished in seconds: the spectator sees it from turn 1,
+    one of Harry's moves a second, with Pause, Step and Live; the replay has Play/Pause."""
+    game_id = _ai_game_over(served)
+    history = served.client.game(game_id)["view"]["history"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(f"{served.url}/#/game/{game_id}")
+    expect(page.get_by_test_id("spectator")).to_be_visible()
+    pace = page.get_by_test_id("pace")
+    expect(pace).to_be_visible()
+    # not the end at once: it starts before Harry's first move, and plays on by itself
+    expect(page.get_by_test_id("end")).to_have_count(0)
+    expect(pace).to_have_attribute("data-shown", re.compile(r"^[1-9]\d*$"))
+    page.get_by_test_id("pace-toggle").click()
+    expect(pace).to_have_attribute("data-playing", "false")
+    shown = _shown(page)
+    assert 0 < shown < len(history), shown
+    # what is shown is the game as it stood: the log and the turn of Harry's next move
+    log = page.get_by_test_id("log").locator("li")
+    expect(log).to_have_count(shown)
+    expect(page.get_by_test_id("status")).to_contain_text(f"Turn {history[shown]['turn']} /")
+    page.get_by_test_id("pace-step").click()
+    expect(pace).to_have_attribute("data-shown", str(shown + 1))
+    expect(log).to_have_count(shown + 1)
+    page.get_by_test_id("pace-step").click()
+    expect(pace).to_have_attribute("data-shown", str(shown + 2))
+    assert _shown(page) == shown + 2  # paused: nothing moved on by itself
+    page.mouse.move(0, 0)
+    _shot(page, "spectator-paced")
+    page.get_by_test_id("pace-live").click()
+    expect(page.get_by_test_id("end")).to_be_visible()
+    expect(log).to_have_count(len(history))
+    expect(page.get_by_test_id("pace-says")).to_contain_text("the game is over")
+    # the replay: Play steps on by itself, Pause holds it
+    page.get_by_test_id("open-replay").click()
+    step = page.get_by_test_id("replay-step")
+    expect(step).to_be_visible()
+    page.get_by_test_id("replay-slider").focus()
+    page.keyboard.press("Home")
+    expect(step).to_contain_text("Step 0 /")
+    play = page.get_by_test_id("replay-play")
+    play.click()
+    expect(play).to_have_text("Pause")
+    expect(step).to_contain_text("Step 2 /")
+    play.click()
+    expect(play).to_have_text("Play")
+    held = step.inner_text()
+    page.get_by_test_id("replay-slider").focus()
+    page.keyboard.press("ArrowRight")
+    expect(step).not_to_have_text(held)
+    assert errors == []
+    context.close()
+
+
+# ---------------------------------------------------------------- 14. the replay's belief
+def test_the_replays_belief_at_each_step_is_the_apis_for_that_turn(
+    served: Served, browser: Browser
+) -> None:
+    """At several steps of an AI-vs-AI game's replay (the start, Harry's and Voldemort's
+    steps in the middle, the last step) the belief map shown is `GET /games/{id}/belief?
+    turn=N` (N: one past Harry's last move by then), and it adds up to the Horcruxes left."""
+    game_id = _ai_game_over(served)
+    _, _, replay = get_json(f"{served.url}/games/{game_id}/replay")
+    steps = replay["replay"]["steps"]
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(f"{served.url}/#/replay/{game_id}")
+    board = page.get_by_test_id("replay-belief")
+    expect(board).to_be_visible()
+    last = len(steps) - 1
+    middle = [i for i in range(1, last) if steps[i]["actor"] == "harry"][len(steps) // 4]
+    for i in (last, 0, middle, middle + 1, last - 1):
+        page.get_by_test_id("replay-slider").evaluate(
+            "(e, v) => { e.value = String(v); e.dispatchEvent(new Event('input')); }", i
+        )
+        expect(page.get_by_test_id("replay-step")).to_contain_text(f"Step {i} /")
+        harry_turns = [s["turn"] for s in steps[1 : i + 1] if s["actor"] == "harry"]
+        n = harry_turns[-1] + 1 if harry_turns else 1
+        expect(board).to_have_attribute("data-turn", str(n))
+        expect(board).to_have_attribute("data-source", "api")
+        code, _, belief = get_json(f"{served.url}/games/{game_id}/belief?turn={n}")
+        assert code == 200 and belief["turn"] == n
+        left = len(steps[i]["horcruxes"])
+        assert math.isclose(sum(belief["occupancy"].values()), left, abs_tol=0.01), (i, belief)
+        for loc, p in belief["occupancy"].items():
+            tile = page.get_by_test_id(f"replay-belief-{loc}").locator(".p")
+            expect(tile).to_have_text(f"{math.floor(p * 100 + 0.5)}%")  # JS Math.round
+        expect(page.get_by_test_id("replay-belief-says")).to_contain_text(
+            f"Horcruxes left ({left})"
+        )
+    page.mouse.move(0, 0)
+    _shot(page, "replay-belief")
+    assert errors == []
+    context.close()
+
+
+# ---------------------------------------------------------------- 15. a private game's invite
+def test_a_private_game_invites_by_a_link_with_the_code_in_its_fragment(
+    served: Served, browser: Browser
+) -> None:
+    errors: list[str] = []
+    host_ctx, guest_ctx = _context(browser), _context(browser)
+    host, guest = _page(host_ctx, errors), _page(guest_ctx, errors)
+    host.goto(served.url + "/")
+    expect(host.get_by_test_id("private")).to_be_hidden()  # against the AI: nothing to invite
+    host.get_by_test_id("opponent").select_option("human")
+    host.get_by_test_id("private").check()
+    host.get_by_test_id("player-name").fill("Hermia")
+    with host.expect_request(lambda r: r.method == "POST" and r.url.endswith("/games")) as sent:
+        host.get_by_test_id("new-game").click()
+    assert json.loads(sent.value.post_data or "{}")["private"] is True
+    game_id = _game_id(host)
+    code = json.loads(host.evaluate("localStorage.getItem('horcrux.seats.v1')"))[game_id]["invite"]
+    link = host.get_by_test_id("invite-link").input_value()
+    # the code is in the fragment only: nothing after a '?', nothing before the '#'
+    assert link == f"{served.url}/#/invite/{game_id}/{code}", link
+    assert "?" not in link and code not in link.split("#", 1)[0]
+    host.get_by_test_id("copy-invite").click()
+    expect(host.get_by_test_id("message")).to_contain_text("link")
+    _shot(host, "private-invite")
+    listed = [
+        g["game_id"]
+        for status in ("open", "active")
+        for g in served.client.request("GET", "/games", query={"status": status})["games"]
+    ]
+    assert game_id not in listed  # private: never in the lobby
+    # the guest opens the link: invited by name, joins as Voldemort under their own name
+    requests: list[str] = []
+    guest.on("request", lambda r: requests.append(r.url))
+    guest.goto(link)
+    expect(guest.get_by_test_id("invited")).to_contain_text("Hermia invites you")
+    guest.get_by_test_id("player-name").fill("Ron")
+    guest.get_by_test_id("accept-invite").click()
+    expect(guest.get_by_test_id("seat-voldemort")).to_be_visible()
+    assert code not in guest.url  # replaced: the code leaves the address bar
+    # the page loads never carried it; only the API's join did, as the API asks
+    page_loads = [u for u in requests if "/games/" not in u]
+    assert page_loads and all(code not in u for u in page_loads), page_loads
+    joins = [u for u in requests if "/seats/" in u]
+    assert len(joins) == 1 and joins[0].endswith(f"/seats/voldemort?invite={code}")
+    expect(host.get_by_test_id("status")).to_contain_text("Voldemort: Ron")
+    expect(host.get_by_test_id("invite")).to_have_count(0)
+    expect(host.get_by_test_id("to-move")).to_contain_text("Harry to move (you)")
+    assert served.client.free_seats(game_id) == []
+    assert errors == []
+    host_ctx.close()
+    guest_ctx.close()

@@ -45,6 +45,8 @@ from horcrux.service import (
 )
 from horcrux.service.models import EVENTS_AFTER_MAX, VERSION_MAX, LobbyStatus
 
+MAX_TURN_QUERY = 10_000
+"""The largest `?turn=` the belief route parses (a game's own range is checked after)."""
 GameId = Annotated[str, Path(min_length=1, max_length=128, description="the game's id")]
 IdempotencyKey = Annotated[
     str | None,
@@ -283,8 +285,19 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         tags=["games"],
         security=[{"bearer": []}, {}],
     )
-    def belief(game_id: GameId, authorization: Authorization = None) -> BeliefResponse:
-        return service.belief(game_id, bearer(authorization))
+    def belief(
+        game_id: GameId,
+        turn: Annotated[
+            int | None,
+            Query(
+                ge=1,
+                le=MAX_TURN_QUERY,
+                description="the map before Harry's move at this turn (a replay's step); none: now",
+            ),
+        ] = None,
+        authorization: Authorization = None,
+    ) -> BeliefResponse:
+        return service.belief(game_id, bearer(authorization), turn)
 
     @router.get(
         "/games/<game_id>/replay",

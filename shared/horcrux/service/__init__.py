@@ -127,10 +127,11 @@ class GameService:
     ) -> EventsResponse:
         return projection.events(self.store, game_id, token, after=after, limit=limit)
 
-    def belief(self, game_id: str, token: str | None) -> BeliefResponse:
-        """The default AI Harry's belief on Harry's public evidence (any seat, spectators)."""
+    def belief(self, game_id: str, token: str | None, turn: int | None = None) -> BeliefResponse:
+        """The default AI Harry's belief on Harry's public evidence (any seat, spectators);
+        with `turn`, on his records before that turn (a replay's step)."""
         auth = self.authenticate(game_id, token)
-        return projection.harry_belief(auth.snapshot)
+        return projection.harry_belief(auth.snapshot, turn)
 
     def replay(self, game_id: str) -> ReplayResponse:
         return projection.replay(self.store, game_id)

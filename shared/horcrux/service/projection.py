@@ -17,7 +17,7 @@ from horcrux import engine
 from horcrux.agents.base import HARRY_BRAINS, VOLDEMORT_BRAINS, Registry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Seat
-from horcrux.service.errors import NotOver, Unauthorized
+from horcrux.service.errors import InvalidRequest, NotOver, Unauthorized
 from horcrux.service.models import (
     EVENTS_PAGE_MAX,
     MAX_TOKEN_CHARS,
@@ -114,20 +114,35 @@ def legal_moves(state: GameState, seat: Seat) -> Payload | None:
     }
 
 
-def harry_belief(snapshot: GameSnapshot) -> BeliefResponse:
+def harry_belief(snapshot: GameSnapshot, turn: int | None = None) -> BeliefResponse:
     """What the default AI Harry believes on Harry's public evidence (his view's history:
-    never the truth, the decoys or Voldemort's moves)."""
+    never the truth, the decoys or Voldemort's moves); with `turn`, on the records before
+    that turn only (the map as it stood when Harry was to move at `turn`: a replay's step).
+
+    `turn` runs from 1 (no record: the prior) to one past Harry's last move (every record:
+    the map now); a later one would be a guess, and is a 422."""
     from horcrux.agents import HARRY_BRAINS
     from horcrux.agents.base import DEFAULT_HARRY
 
-    view = harry_view(snapshot.state)
+    state = snapshot.state
+    view = harry_view(state)
+    if turn is not None:
+        last = view.history[-1].turn + 1 if view.history else 1
+        if not 1 <= turn <= last:
+            raise InvalidRequest(
+                f"turn {turn} is out of range: game {snapshot.game_id} has a belief for"
+                f" turns 1 to {last}"
+            )
+        view = view.model_copy(
+            update={"history": tuple(r for r in view.history if r.turn < turn), "turn": turn}
+        )
     brain: Any = HARRY_BRAINS.create(DEFAULT_HARRY, view.rules)
     brain.sync(view)
     belief = brain.belief
     return BeliefResponse(
         game_id=snapshot.game_id,
         version=snapshot.version,
-        turn=snapshot.state.turn,
+        turn=state.turn if turn is None else turn,
         brain=DEFAULT_HARRY,
         entropy=round(float(belief.entropy()), 4),
         occupancy={str(k): round(float(v), 4) for k, v in belief.occupancy().items()},

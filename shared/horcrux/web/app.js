@@ -6,6 +6,8 @@
 
 const SEATS_KEY = "horcrux.seats.v1";
 const NAME_KEY = "horcrux.name.v1";
+// set once the player has dismissed the first-game guide: it is not shown again
+const GUIDE_KEY = "horcrux.guide.v1";
 // the browser's stable player key (the API's `player_key`): the same player id across games,
 // so cross-game memory of this person builds up; a secret like the tokens, never in a URL
 const PLAYER_KEY = "horcrux.player_key";
@@ -15,6 +17,8 @@ function keepPlayerKey(data) {
 }
 const POLL_MS = [250, 500, 1000, 1000, 1000, 2000, 4000, 8000]; // by idle polls, then 8 s
 const LOBBY_POLL_MS = [5000, 5000, 10000];
+// the pace of an AI-vs-AI game for a spectator, and of the replay's play: one turn a second
+const PACE_MS = 1000;
 const metrics = (window.horcruxMetrics = { moves: [] });
 // this tab's part of an Idempotency-Key: a double click here replays, another tab is its own
 const TAB = Math.random().toString(36).slice(2, 10);
@@ -176,9 +180,9 @@ function heldSeats() {
     return {};
   }
 }
-function holdSeat(gameId, seat, token, name) {
+function holdSeat(gameId, seat, token, name, invite) {
   const all = heldSeats();
-  all[gameId] = { seat, token, name: name || null, since: Date.now() };
+  all[gameId] = { seat, token, name: name || null, since: Date.now(), ...(invite ? { invite } : {}) };
   localStorage.setItem(SEATS_KEY, JSON.stringify(all));
 }
 function markOver(gameId) {
@@ -198,6 +202,7 @@ const playerName = () => localStorage.getItem(NAME_KEY) || "";
 // ------------------------------------------------------------------ routing (#/..., no secrets)
 function stop() {
   if (current && current.timer) clearTimeout(current.timer);
+  if (current && current.paceTimer) clearTimeout(current.paceTimer);
   current = null;
 }
 function route() {
@@ -205,6 +210,7 @@ function route() {
   const [, kind, id] = (window.location.hash || "#/").split("/");
   if (kind === "game" && id) return gameScreen(decodeURIComponent(id));
   if (kind === "replay" && id) return replayScreen(decodeURIComponent(id));
+  if (kind === "invite" && id) return inviteScreen(decodeURIComponent(id), decodeURIComponent((window.location.hash.split("/")[3] || "")));
   return lobbyScreen();
 }
 const go = (hash) => {
@@ -283,6 +289,8 @@ async function lobbyScreen() {
     h("option", { value: "standard" }, "standard (with Ron, Hermione and Dumbledore)"),
     h("option", { value: "classic" }, "classic (no allies)"),
   );
+  const privateBox = h("input", { type: "checkbox", name: "private", "data-testid": "private" });
+  const privateRow = h("label", {}, h("span", {}, "Private"), privateBox, " not listed: you send an invite link");
   const harryBrain = brainSelect("harry", "harry-brain");
   const voldemortBrain = brainSelect("voldemort", "voldemort-brain");
   const seed = h("input", { name: "seed", "data-testid": "seed", inputmode: "numeric", placeholder: "random" });
@@ -308,6 +316,8 @@ async function lobbyScreen() {
     harryRow.hidden = harryAny.hidden = !(me === "none" || (me === "voldemort" && ai));
     voldemortRow.hidden = voldemortAny.hidden = !(me === "none" || (me === "harry" && ai));
     advanced.hidden = harryRow.hidden && voldemortRow.hidden;
+    privateRow.hidden = !(me !== "none" && opponent.value === "human");
+    if (privateRow.hidden) privateBox.checked = false;
   };
   mySeat.addEventListener("change", sync);
   opponent.addEventListener("change", sync);
@@ -317,6 +327,7 @@ async function lobbyScreen() {
     { "data-testid": "new-game-form" },
     h("label", {}, h("span", {}, "You play"), mySeat),
     h("label", {}, h("span", {}, "Against"), opponent),
+    privateRow,
     harryRow,
     voldemortRow,
     advanced,
@@ -335,6 +346,7 @@ async function lobbyScreen() {
       return { kind: "ai", brain: chosen.value };
     };
     const body = { seats: { harry: seat("harry"), voldemort: seat("voldemort") }, rules: rules.value };
+    if (privateBox.checked) body.private = true;
     if (seed.value.trim() !== "") {
       if (!/^\d{1,19}$/.test(seed.value.trim())) return message("The seed must be a whole number (0 or more), or empty for a random one.");
       body.seed = Number(seed.value.trim());
@@ -495,22 +507,25 @@ async function createGame(body, name) {
   try {
     const r = await api("POST", "/games", { body });
     keepPlayerKey(r.data);
-    if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim());
+    if (r.data.token) holdSeat(r.data.game_id, r.data.seat, r.data.token, String(name || "").trim(), r.data.invite);
     go(`#/game/${encodeURIComponent(r.data.game_id)}`);
   } catch (err) {
     message(`The game was not created: ${err.message}`);
   }
 }
-async function joinGame(gameId, seat, name) {
+async function joinGame(gameId, seat, name, invite) {
   message("");
   localStorage.setItem(NAME_KEY, name || "");
   const trimmed = String(name || "").trim();
   try {
     const body = { ...(trimmed ? { name: trimmed } : {}), ...(playerKey() ? { player_key: playerKey() } : {}) };
-    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}`, Object.keys(body).length ? { body } : {});
+    // a private game's code goes to the API as it asks (`?invite=`), never in the page's URL
+    const query = invite ? `?invite=${encodeURIComponent(invite)}` : "";
+    const r = await api("POST", `/games/${encodeURIComponent(gameId)}/seats/${seat}${query}`, Object.keys(body).length ? { body } : {});
     keepPlayerKey(r.data);
     holdSeat(gameId, seat, r.data.token, trimmed);
-    go(`#/game/${encodeURIComponent(gameId)}`);
+    // replace, not push: the invite link (its code) does not stay in this tab's history
+    window.location.replace(`#/game/${encodeURIComponent(gameId)}`);
   } catch (err) {
     message(`You did not join: ${err.message}`);
   }
@@ -581,10 +596,15 @@ async function refreshGame(screen, first) {
     const headers = screen.etag ? { "if-none-match": screen.etag } : {};
     const r = await api("GET", `/games/${encodeURIComponent(screen.id)}`, { token: screen.token, headers });
     if (current !== screen) return;
-    if (r.status === 304 || (screen.game && r.data.version === screen.game.version)) {
+    const seen = screen.live || screen.game;
+    if (r.status === 304 || (seen && r.data.version === seen.version)) {
       screen.idle += 1;
     } else {
-      screen.game = r.data;
+      if (pacedFor(screen, r.data)) {
+        screen.live = r.data; // the game as it is; the page shows it turn by turn
+        if (!screen.pace) startPace(screen);
+        screen.game = pacedView(screen);
+      } else screen.game = r.data;
       screen.etag = r.etag;
       if (r.data.status === "over") markOver(screen.id);
       screen.idle = 0;
@@ -648,12 +668,14 @@ function renderGame(screen) {
   const v = g.view;
   const mine = g.your_seat;
   const myTurn = g.status === "active" && mine && g.to_move === mine && g.legal;
+  // a two-person game: while the other seat moves, the page says whom it waits for
+  const other = g.status === "active" && mine && g.to_move !== mine && g.seats[g.to_move] && g.seats[g.to_move].kind === "human";
   const turnText =
     g.status === "over"
       ? "game over"
       : g.status === "open"
         ? "waiting for a second player"
-        : `${seatName(g.to_move)} to move${myTurn ? " (you)" : ""}`;
+        : `${seatName(g.to_move)} to move${myTurn ? " (you)" : ""}${other ? `: waiting for ${g.seats[g.to_move].name || "the other player"}` : ""}`;
   const header = h(
     "div",
     { class: "status", "data-testid": "status" },
@@ -669,11 +691,16 @@ function renderGame(screen) {
     { class: "row" },
     h("button", { onclick: () => go("#/") }, "Lobby"),
     screen.token ? h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game") : null,
+    mine && localStorage.getItem(GUIDE_KEY) && !screen.guide ? h("button", { "data-testid": "guide-open", onclick: () => { screen.guide = true; renderGame(screen); } }, "Guide") : null,
     h("span", { class: "muted" }, "game ", h("code", {}, g.game_id)),
   );
   const parts = [messageBox(), nav, header];
+  if (screen.pace) parts.push(pacePanel(screen));
+  if (mine && g.status !== "over" && (screen.guide || !localStorage.getItem(GUIDE_KEY))) parts.push(guidePanel(screen));
   if (g.status === "over") parts.push(endPanel(screen));
-  if (g.status === "open") {
+  const held = heldSeats()[screen.id];
+  if (g.status === "open" && held && held.invite) parts.push(invitePanel(screen, held.invite));
+  else if (g.status === "open") {
     parts.push(h("div", { class: "panel" }, h("p", {}, "Waiting for someone to join from the lobby. This page updates by itself.")));
   }
   const board = renderBoard(screen);
@@ -681,6 +708,163 @@ function renderGame(screen) {
   parts.push(h("div", { class: "layout" }, h("div", {}, myTurn ? controls(screen) : null, board), h("div", {}, side, logPanel(screen))));
   show(h("section", { "data-testid": mine ? `seat-${mine}` : "spectator", class: "game" }, parts));
   if (screen.note) message(screen.note.text, screen.note.kind);
+}
+
+// The first-game guide: what the rules do to the obvious play, shown on a seat's page until
+// dismissed (remembered in localStorage, so once per browser); "Guide" brings it back.
+function guidePanel(screen) {
+  const r = screen.game.view.rules;
+  const pct = (x) => `${Math.round(x * 100)}%`;
+  const d = r.sensor ? pct(r.sensor.d) : "80%";
+  const f = r.sensor ? pct(r.sensor.f) : "15%";
+  const close = () => {
+    localStorage.setItem(GUIDE_KEY, String(Date.now()));
+    screen.guide = false;
+    renderGame(screen);
+  };
+  return h(
+    "div",
+    { class: "panel guide", "data-testid": "guide", role: "note" },
+    h("h2", {}, "Before you start: four things the rules do"),
+    h(
+      "ul",
+      { class: "howto" },
+      h("li", { "data-testid": "guide-search" }, `Search (S) asks a location: where something is hidden a search says positive ${d} of the time, but an empty location also says positive ${f} of the time. One positive proves little; several, with few negatives, say more.`),
+      h("li", { "data-testid": "guide-attack" }, `Attack (A) spends one of ${r.attacks} attacks and destroys a Horcrux only if one is there at that moment${r.allies && r.allies.dumbledore ? "; Dumbledore's reveal tells the truth of one location" : ""}.`),
+      h("li", { "data-testid": "guide-decoy" }, `Decoys: Voldemort may plant ${r.decoys} decoys; a decoy answers a search like a Horcrux, so positives pile up on it, and an attack there is wasted.`),
+      h("li", { "data-testid": "guide-move" }, `Voldemort sees your searches: after a positive at a real Horcrux he may move it (${r.relocations} times a game), so the place may be empty when you attack. Strike soon after strong evidence, and distrust positives that stop coming.`),
+    ),
+    h("div", { class: "row" }, h("button", { class: "primary", "data-testid": "guide-dismiss", onclick: close }, "Got it")),
+  );
+}
+
+// ------------------------------------------------------------------ private games: invites
+// The link carries the code in its fragment (`#/invite/<id>/<code>`): a browser never sends
+// a fragment to a server, so no server log, proxy or Referer records it.
+const inviteLink = (gameId, code) => `${window.location.origin}${window.location.pathname}#/invite/${encodeURIComponent(gameId)}/${encodeURIComponent(code)}`;
+function invitePanel(screen, code) {
+  const link = h("input", { readonly: true, value: inviteLink(screen.id, code), "data-testid": "invite-link", "aria-label": "invite link", class: "wide" });
+  const copy = async () => {
+    link.select();
+    try {
+      await navigator.clipboard.writeText(link.value);
+      message("The invite link is copied: send it to the person you invite.", "info");
+    } catch {
+      message("Copy the selected link by hand (the browser refused the clipboard).", "info");
+    }
+  };
+  return h(
+    "div",
+    { class: "panel", "data-testid": "invite" },
+    h("h3", {}, "A private game: invite someone"),
+    h("p", {}, "This game is not listed in the lobby. Send this link to the person you want to play; it holds the invite code, so send it to them alone. This page updates by itself once they join."),
+    h("div", { class: "row" }, link, h("button", { class: "primary", "data-testid": "copy-invite", onclick: copy }, "Copy the link")),
+  );
+}
+async function inviteScreen(gameId, code) {
+  const screen = (current = { kind: "invite", id: gameId, timer: null });
+  show(h("section", { "data-testid": "invited" }, messageBox(), h("p", { class: "muted" }, "Reading the game…")));
+  let g;
+  try {
+    g = (await api("GET", `/games/${encodeURIComponent(gameId)}`)).data;
+  } catch (err) {
+    if (current !== screen) return;
+    show(h("section", { "data-testid": "invited" }, messageBox(), h("div", { class: "row" }, h("button", { "data-testid": "back-to-lobby", onclick: () => go("#/") }, "Back to the lobby"))));
+    return message(`This invite leads nowhere (${err.code}): ${err.message}`);
+  }
+  if (current !== screen) return;
+  const free = ["harry", "voldemort"].filter((s) => g.seats[s] && g.seats[s].kind === "human" && !g.seats[s].taken);
+  const nameInput = h("input", { "data-testid": "player-name", value: playerName(), placeholder: "optional, 1-32 characters", autocomplete: "nickname" });
+  const host = ["harry", "voldemort"].map((s) => g.seats[s]).find((x) => x && x.taken && x.name);
+  show(
+    h(
+      "section",
+      { "data-testid": "invited" },
+      messageBox(),
+      h(
+        "div",
+        { class: "panel" },
+        h("h2", {}, "You are invited to a private game"),
+        h("p", {}, `${host ? host.name : "A player"} invites you (${g.rules} rules). `, free.length ? `Your seat: ${seatName(free[0])}.` : "Its seats are all taken."),
+        free.length ? h("label", {}, h("span", {}, "Your name"), nameInput) : null,
+        h(
+          "div",
+          { class: "row" },
+          free.length ? h("button", { class: "primary", "data-testid": "accept-invite", onclick: () => joinGame(gameId, free[0], nameInput.value, code) }, `Join as ${seatName(free[0])}`) : null,
+          h("button", { onclick: () => go("#/") }, "Back to the lobby"),
+        ),
+      ),
+    ),
+  );
+}
+
+// ------------------------------------------------------------------ a paced AI-vs-AI game
+// An AI-vs-AI game is over in seconds; a spectator sees it at PACE_MS a turn instead, from
+// the game already fetched (Harry's view: its history), with Pause / Play, Step and Live.
+function pacedFor(screen, g) {
+  return !screen.token && !g.your_seat && ["harry", "voldemort"].every((s) => g.seats[s] && g.seats[s].kind === "ai");
+}
+const pacedBehind = (screen) => Boolean(screen.pace && screen.live && screen.pace.shown < screen.live.view.history.length);
+function startPace(screen) {
+  screen.pace = { shown: 0, playing: true };
+  const tick = () => {
+    if (current !== screen) return;
+    const p = screen.pace;
+    if (p.playing && pacedBehind(screen)) {
+      p.shown += 1;
+      screen.game = pacedView(screen);
+      renderGame(screen);
+    }
+    if (!(screen.live.status === "over" && !pacedBehind(screen))) screen.paceTimer = setTimeout(tick, PACE_MS);
+  };
+  screen.paceTimer = setTimeout(tick, PACE_MS);
+}
+// the game as it stood before Harry's move number `shown` (0: the start): his view's first
+// `shown` records, the counts that follow from them, Harry to move; once caught up, the game
+function pacedView(screen) {
+  const live = screen.live;
+  const all = live.view.history;
+  const k = Math.min(screen.pace.shown, all.length);
+  if (k >= all.length) return live;
+  const hist = all.slice(0, k);
+  const rules = live.view.rules;
+  let destroyed = 0;
+  let attacks = 0;
+  for (const rec of hist) {
+    if (rec.action && rec.action.type === "attack") attacks += 1;
+    for (const o of rec.observations) if (o.kind === "attack" && o.outcome === "destroyed") destroyed += 1;
+  }
+  const turn = all[k].turn;
+  const view = { ...live.view, history: hist, turn, horcruxes_destroyed: destroyed, horcruxes_left: rules.horcruxes - destroyed, attacks_left: rules.attacks - attacks, allies: {} };
+  return { ...live, view, turn, status: "active", to_move: "harry", winner: null, end_reason: null, legal: null };
+}
+function pacePanel(screen) {
+  const p = screen.pace;
+  const n = screen.live.view.history.length;
+  const behind = pacedBehind(screen);
+  const over = screen.live.status === "over";
+  const say = behind
+    ? `Paced: one turn a second; Harry's move ${p.shown + 1} of the ${n} played so far${over ? " (the game is over)" : ""}.`
+    : over
+      ? `Every one of Harry's ${n} moves shown: the game is over.`
+      : "Caught up with the game: each new turn is shown as it is played.";
+  const set = (fn) => () => {
+    fn();
+    screen.game = pacedView(screen);
+    renderGame(screen);
+  };
+  return h(
+    "div",
+    { class: "panel", "data-testid": "pace", "data-shown": String(Math.min(p.shown, n)), "data-playing": String(p.playing) },
+    h("p", { class: "muted", "data-testid": "pace-says" }, say, behind ? " The allies' state is shown once caught up." : ""),
+    h(
+      "div",
+      { class: "row" },
+      h("button", { "data-testid": "pace-toggle", onclick: set(() => { p.playing = !p.playing; }) }, p.playing ? "Pause" : "Play"),
+      h("button", { "data-testid": "pace-step", disabled: !behind, onclick: set(() => { p.playing = false; p.shown += 1; }) }, "Step"),
+      h("button", { "data-testid": "pace-live", disabled: !behind, onclick: set(() => { p.shown = n; }) }, "Live"),
+    ),
+  );
 }
 
 function controls(screen) {
@@ -735,6 +919,7 @@ function targets(screen) {
 }
 function choose(screen, action) {
   if (screen.busy) return;
+  screen.keyboard = false; // a click: no keyboard cursor until a key moves it
   screen.action = screen.action === action ? null : action;
   screen.picks = [];
   screen.note = null;
@@ -836,7 +1021,8 @@ function renderBoard(screen, opts = {}) {
   const truthH = new Set(v.horcrux_locations || []);
   const truthD = new Set(v.decoy_locations || []);
   const own = evidence(v.rules, v.history, v.horcruxes_left);
-  const ai = screen.showBelief && !opts.heat ? aiBelief(screen) : null;
+  // the AI's map is of the game as it is now: not while a paced view shows an earlier turn
+  const ai = screen.showBelief && !opts.heat && !pacedBehind(screen) ? aiBelief(screen) : null;
   const ev = ai && ai.occupancy ? { p: ai.occupancy } : own;
   screen.beliefSource = ai && ai.occupancy ? "ai" : "own";
   const last = v.history.length ? v.history[v.history.length - 1] : null;
@@ -844,25 +1030,31 @@ function renderBoard(screen, opts = {}) {
   const chips = Object.fromEntries(locs.map((l) => [l, []]));
   for (const rec of v.history) for (const o of rec.observations) chips[o.location].push([rec.turn, o]);
   if (screen.cursor >= locs.length) screen.cursor = 0;
-  const board = h("div", { class: "board", "data-testid": "board", role: "grid" });
+  // a tile is a button only while a location is being picked (an action chosen on this
+  // seat's turn); otherwise it is inert: a click out of turn shows nothing, not a focus ring
+  const picking = Boolean(screen.action && g.legal && g.status === "active" && g.to_move === g.your_seat);
+  const board = h("div", { class: `board ${picking ? "picking" : "idle"}`, "data-testid": "board", role: "grid" });
   locs.forEach((loc, i) => {
     const cls = ["tile"];
     if (tgt.has(loc)) cls.push("target");
     if (screen.picks.includes(loc)) cls.push("picked");
-    if (screen.action && i === screen.cursor) cls.push("cursor");
+    // the keyboard cursor (blue outline) only when the keyboard drives the pick; the last
+    // move's tiles get a gold bar, never an outline: two styles, never two outlines
+    if (screen.action && screen.keyboard && i === screen.cursor) cls.push("cursor");
     if (truthH.has(loc)) cls.push("horcrux");
     if (truthD.has(loc)) cls.push("decoy");
     if (lastLocs.has(loc)) cls.push("last");
     board.append(
       h(
-        "button",
+        picking ? "button" : "div",
         {
           class: cls.join(" "),
           "data-testid": `loc-${loc}`,
           "data-loc": loc,
-          disabled: screen.action ? !tgt.has(loc) || screen.busy : false,
+          role: picking ? null : "gridcell",
+          disabled: picking ? !tgt.has(loc) || screen.busy : false,
           heat: screen.showBelief || opts.heat ? ev.p[loc].toFixed(3) : 0,
-          onclick: () => pick(screen, loc),
+          onclick: picking ? () => { screen.keyboard = false; pick(screen, loc); } : null,
           title: place(loc),
         },
         h("span", { class: "name" }, place(loc)),
@@ -1042,6 +1234,7 @@ document.addEventListener("keydown", (ev) => {
     ev.preventDefault();
     const first = new Set(targets({ ...screen, action, picks: [] }));
     choose(screen, action);
+    screen.keyboard = true;
     const start = locs.findIndex((l) => first.has(l));
     if (start >= 0 && screen.action) {
       screen.cursor = start;
@@ -1053,6 +1246,7 @@ document.addEventListener("keydown", (ev) => {
   const move = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 5, ArrowUp: -5 }[ev.key];
   if (move) {
     ev.preventDefault();
+    screen.keyboard = true;
     screen.cursor = (screen.cursor + move + locs.length) % locs.length;
     renderGame(screen);
   } else if (ev.key === "Enter" || ev.key === " ") {
@@ -1107,7 +1301,52 @@ async function replayScreen(gameId) {
   if (current !== screen) return;
   screen.data = data;
   screen.step = data.replay.steps.length - 1;
+  screen.beliefs = {};
   renderReplay(screen);
+  loadReplayBeliefs(screen);
+}
+// The replay's belief map at a step is the API's: `GET /games/{id}/belief?turn=N`, the
+// default AI Harry's map on Harry's records before turn N (N: one past his last move by
+// that step; 1 at the start), so the replay never contradicts the game's own map. The
+// current step's is fetched first, then every other one (for the entropy line), each once.
+const beliefTurn = (steps, i) => {
+  const hist = historyUpTo(steps, i);
+  return hist.length ? hist[hist.length - 1].turn + 1 : 1;
+};
+async function loadReplayBeliefs(screen) {
+  const steps = screen.data.replay.steps;
+  const wanted = [...new Set([beliefTurn(steps, screen.step), ...steps.map((_, i) => beliefTurn(steps, i))])];
+  const fetchOne = async (n) => {
+    if (screen.beliefs[n]) return;
+    try {
+      screen.beliefs[n] = (await api("GET", `/games/${encodeURIComponent(screen.id)}/belief?turn=${n}`)).data;
+    } catch (err) {
+      screen.beliefs[n] = { error: `${err.code}: ${err.message}` };
+    }
+    if (current === screen && beliefTurn(steps, screen.step) === n) renderReplay(screen);
+  };
+  for (const n of wanted) {
+    if (current !== screen) return;
+    await fetchOne(n);
+  }
+  screen.beliefsLoaded = true;
+  if (current === screen) renderReplay(screen);
+}
+// the replay's Play: one step every PACE_MS to the end (from the start if at the end)
+function replayPlay(screen, on) {
+  clearTimeout(screen.timer);
+  screen.playing = on;
+  const last = screen.data.replay.steps.length - 1;
+  if (on && screen.step >= last) screen.step = 0;
+  const tick = () => {
+    if (current !== screen || !screen.playing) return;
+    screen.step = Math.min(last, screen.step + 1);
+    if (screen.step >= last) screen.playing = false;
+    renderReplay(screen);
+    if (screen.playing) screen.timer = setTimeout(tick, PACE_MS);
+  };
+  renderReplay(screen);
+  if (on) screen.timer = setTimeout(tick, PACE_MS);
 }
 function replayKey(screen, ev) {
   if (!screen.data) return;
@@ -1128,7 +1367,12 @@ function renderReplay(screen) {
   const s = steps[i];
   const rules = replay.rules;
   const hist = historyUpTo(steps, i);
-  const ev = evidence(rules, hist, rules.horcruxes - s.destroyed);
+  const own = evidence(rules, hist, rules.horcruxes - s.destroyed);
+  const n = beliefTurn(steps, i);
+  const map = screen.beliefs && screen.beliefs[n];
+  const fromApi = Boolean(map && map.occupancy);
+  const ev = fromApi ? { p: map.occupancy } : own;
+  const total = rules.locations.reduce((a, l) => a + ev.p[l], 0);
   const aiBelief = beliefs.filter((b) => b.turn <= s.turn).pop();
   const truthH = new Set(s.horcruxes);
   const truthD = new Set(s.decoys);
@@ -1157,7 +1401,13 @@ function renderReplay(screen) {
       messageBox(),
       h("div", { class: "row" }, h("button", { onclick: () => go("#/") }, "Lobby"), h("span", { class: "muted" }, "replay of ", h("code", {}, screen.id), ` · seed ${replay.seed}`)),
       h("div", { class: "panel end" }, h("h2", {}, `${seatName(replay.winner)} won`), h("p", {}, `${cap(replay.end_reason || "")}. Every move below is revealed.`)),
-      h("div", { class: "panel" }, h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)), slider, h("p", { class: "muted" }, "← → step, Home / End.")),
+      h(
+        "div",
+        { class: "panel" },
+        h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)),
+        slider,
+        h("div", { class: "row" }, h("button", { "data-testid": "replay-play", "data-playing": String(Boolean(screen.playing)), onclick: () => replayPlay(screen, !screen.playing) }, screen.playing ? "Pause" : "Play"), h("span", { class: "muted" }, "← → step, Home / End; Play: one step a second.")),
+      ),
       h(
         "div",
         { class: "grid2" },
@@ -1166,11 +1416,20 @@ function renderReplay(screen) {
           "div",
           { class: "panel" },
           h("h3", {}, "Harry's belief (his own evidence)"),
-          h("div", { class: "board" }, rules.locations.map((l) => tile(l, true))),
-          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `AI Harry's belief at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
+          h("div", { class: "board", "data-testid": "replay-belief", "data-turn": String(n), "data-source": fromApi ? "api" : "own" }, rules.locations.map((l) => tile(l, true))),
+          h(
+            "p",
+            { class: "muted", "data-testid": "replay-belief-says" },
+            fromApi
+              ? `An AI Harry's map (the planner, GET /games/{id}/belief?turn=${n}) on Harry's evidence before turn ${n}: ${map.entropy.toFixed(2)} bits; the chances add up to ${total.toFixed(2)}, the Horcruxes left (${s.horcruxes.length}).`
+              : map && map.error
+                ? `The AI's map could not be read (${map.error}); shown: the page's own estimate (independent locations).`
+                : "Reading the AI's map; until it arrives: the page's own estimate (independent locations).",
+          ),
+          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `This game's AI Harry, as it chose its move at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
         ),
       ),
-      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
+      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "an AI Harry's map on Harry's evidence after each of his moves (bits)" : beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
       h(
         "div",
         { class: "panel" },
@@ -1221,7 +1480,9 @@ function entropyChart(screen, steps, beliefs, rules) {
   const lastTurn = steps[steps.length - 1].turn;
   const maxT = Math.min(rules.max_turns, Math.max(10, lastTurn));
   let points;
-  if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
+  const got = screen.beliefsLoaded ? steps.map((st, i) => (st.actor === "harry" ? [st.turn, screen.beliefs[beliefTurn(steps, i)]] : null)).filter((x) => x && x[1] && x[1].occupancy) : [];
+  if (got.length) points = got.map(([t, b]) => [t, b.entropy]);
+  else if (beliefs.length) points = beliefs.map((b) => [b.turn, b.entropy]);
   else {
     points = [];
     for (let i = 0; i < steps.length; i++) {

@@ -62,7 +62,7 @@ Other commands:
   history             your history, turn by turn
   beliefs             the belief map an AI Harry (the planner) holds on the same evidence
   help                this help
-  quit                leave (the game stays on the server)"""
+  quit                leave (the game stays on the server; with --local it ends with it)"""
 
 
 class InputError(ValueError):
@@ -368,6 +368,8 @@ class Session:
     inp: TextIO = sys.stdin
     wait_s: float = 120.0
     echo: bool = False
+    ephemeral: bool = False
+    """The server is `play --local`'s own: it and its data are gone when this command ends."""
     game: Payload = field(default_factory=dict)
     _shown: int | None = None
 
@@ -488,12 +490,21 @@ class Session:
                 self.say(render_status(self.game))
             line = self._read(f"{self.seat} t{self.game['turn']}> ")
             if line is None or line.lower() in ("quit", "exit", "q"):
-                self.say(
-                    f"Left game {self.game_id}; it stays on the server (your token: {self.token})."
-                )
+                self.say(self.left())
                 return 0
             if line:
                 self._command(line)
+
+    def left(self) -> str:
+        """What leaving means: a game on a lasting server can be taken up again with its
+        token; `play --local`'s own server (and its data) ends with this command."""
+        if self.ephemeral:
+            return (
+                f"Left game {self.game_id}. It ends here: it was on this command's own local"
+                " server, which stops now and takes its data with it (to keep a game, run"
+                " `horcrux serve` and `horcrux play` against it)."
+            )
+        return f"Left game {self.game_id}; it stays on the server (your token: {self.token})."
 
     def _finish(self) -> int:
         self.say()
@@ -557,9 +568,11 @@ def play(
     inp: TextIO = sys.stdin,
     err: TextIO = sys.stderr,
     on_ready: Callable[[str], None] | None = None,
+    ephemeral: bool = False,
 ) -> int:
     """`horcrux play` against the API at `api`; the exit status. Without `seat` a new game
-    seats the person as Harry, and `join` takes the game's free seat."""
+    seats the person as Harry, and `join` takes the game's free seat. `ephemeral`: the
+    server is this command's own (`--local`), gone when it ends."""
     client = HorcruxClient(api)
     try:
         game_id, token, seat, player = start_session(
@@ -576,7 +589,16 @@ def play(
             print(f"You play as {player} (your id across games; key in {player_file()})", file=out)
         if on_ready is not None:
             on_ready(game_id)
-        session = Session(client, game_id, token, seat, out=out, inp=inp, echo=not inp.isatty())
+        session = Session(
+            client,
+            game_id,
+            token,
+            seat,
+            out=out,
+            inp=inp,
+            echo=not inp.isatty(),
+            ephemeral=ephemeral,
+        )
         return session.run()
     except ApiUnavailable as exc:
         print(
@@ -609,7 +631,7 @@ def play_local(**kwargs: Any) -> int:
 
     with start_stack("127.0.0.1", 0, on_decision=show if trace else None) as stack:
         stack.serve_in_thread()
-        return play(stack.url, **kwargs)
+        return play(stack.url, ephemeral=True, **kwargs)
 
 
 __all__ = [
