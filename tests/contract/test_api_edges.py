@@ -156,6 +156,7 @@ def test_head_answers_like_get_without_a_body(api: ApiClient) -> None:
         assert head.raw == ""
         for name in ("Content-Type", "ETag", "Cache-Control"):
             assert header(head, name) == header(got, name), (path, name)
+        assert header(head, "Content-Length") == str(len(got.raw.encode())), path
     missing = api.call("HEAD", "/games/no-such-game")
     assert missing.status == 404 and missing.raw == ""
     assert header(missing, "Cache-Control") == "no-store"

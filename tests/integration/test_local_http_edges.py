@@ -153,6 +153,28 @@ def test_the_request_log_shows_query_keys_never_their_values() -> None:
     assert events[0]["queryStringParameters"] == {"invite": invite}
 
 
+def test_head_through_the_bridge_keeps_the_apis_content_length_and_sends_no_body() -> None:
+    # the API answers HEAD with GET's headers, Content-Length included, and no body
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json", "Content-Length": "17"}
+        return {"statusCode": 200, "headers": headers, "body": ""}
+
+    app = ApiGatewayWsgi(handler)
+    sent: list[tuple[str, list[tuple[str, str]]]] = []
+    environ = {
+        "REQUEST_METHOD": "HEAD",
+        "REQUEST_URI": "/games/g1",
+        "PATH_INFO": "/games/g1",
+        "QUERY_STRING": "",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.input": io.BytesIO(b""),
+    }
+    body = b"".join(app(environ, lambda status, headers: sent.append((status, headers))))
+    assert body == b""
+    lengths = [v for k, v in sent[0][1] if k.lower() == "content-length"]
+    assert lengths == ["17"]
+
+
 # ---------------------------------------------------------------- a move answered 5xx
 class RecordingAi:
     """The AI workers' two entry points, recorded."""

@@ -16,6 +16,7 @@ successful GET, `no-store` on everything else (tokens, errors, moves).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -108,7 +109,15 @@ class HorcruxResolver(APIGatewayHttpResolver):
         method = _method(event)
         if method == "HEAD" and "GET" in self.allowed_methods(_path(event)):
             response = self._guarded(_as_method(event, "GET"), context)
-            response["body"] = ""  # HEAD: GET's status and headers, no body
+            # HEAD: GET's status and headers, its Content-Length included, and no body
+            body = str(response.get("body") or "")
+            size = (
+                len(base64.b64decode(body))
+                if response.get("isBase64Encoded")
+                else len(body.encode())
+            )
+            response.setdefault("headers", {})["Content-Length"] = str(size)
+            response["body"] = ""
             response["isBase64Encoded"] = False
         else:
             response = self._guarded(event, context)

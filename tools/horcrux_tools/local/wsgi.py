@@ -418,7 +418,10 @@ class ApiGatewayWsgi:
         out = [(k, v) for k, v in headers.items() if k.lower() not in _HOP_BY_HOP]
         if not any(k.lower() == "x-content-type-options" for k, _ in out):
             out.append(("X-Content-Type-Options", "nosniff"))  # /healthz, 429s, 500s too
-        out.append(("Content-Length", str(len(body))))
+        length = str(len(body))
+        if method == "HEAD":  # the API's HEAD answer carries its GET's length
+            length = next((v for k, v in headers.items() if k.lower() == "content-length"), length)
+        out.append(("Content-Length", length))
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:
             ms = (time.perf_counter() - start) * 1000
