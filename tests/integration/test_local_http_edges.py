@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from horcrux.api.app import MAX_BODY_BYTES
 from horcrux_tools.local.server import LocalHttpServer, ServerOptions
 from horcrux_tools.local.wsgi import ApiGatewayWsgi
 
@@ -88,6 +89,24 @@ def test_a_declared_body_over_the_limit_with_expect_continue_is_an_immediate_413
     head, error = json_error(reply)
     assert error["error"] == "payload_too_large"
     assert b"x-content-type-options: nosniff" in head
+    assert called == []
+
+
+def test_a_declared_body_over_the_apis_limit_with_expect_continue_is_an_immediate_413(
+    server: tuple[LocalHttpServer, list[str]],
+) -> None:
+    # under waitress's 1 MiB but over the API's own limit: refused before it is sent
+    http, called = server
+    request = (
+        b"POST /games HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {MAX_BODY_BYTES + 1}\r\nExpect: 100-continue\r\n\r\n".encode()
+    )
+    reply = exchange(http, request)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"100 Continue" not in reply
+    _, error = json_error(reply)
+    assert error["error"] == "payload_too_large"
+    assert str(MAX_BODY_BYTES) in error["message"]
     assert called == []
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
+from horcrux.api.app import MAX_BODY_BYTES
 from horcrux.api.errors import error_json
 from horcrux.service import GameService
 from horcrux_tools.local.ai_turns import (
@@ -68,6 +69,9 @@ log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 MAX_REQUEST_BYTES = 1 << 20
+API_MAX_BODY_BYTES = MAX_BODY_BYTES
+"""The API's own body limit: a body declared over it with `Expect: 100-continue` is refused
+before it is sent."""
 """Bodies over this are refused by waitress (API Gateway's own cap is 10 MB; the API
 refuses anything over 4 KB anyway)."""
 STOP_GRACE_S = 2.0
@@ -118,13 +122,15 @@ def json_error_channel() -> type:
 
     * refuses a request at once, without "100 Continue", when its headers already show it
       refused (a `Content-Length` over the limit with `Expect: 100-continue`: waitress
-      would send "100 Continue" and wait for a body it then refuses);
+      would send "100 Continue" and wait for a body it then refuses), and likewise one
+      whose declared body is over the API's own limit (`API_MAX_BODY_BYTES`: the API
+      would answer 413 once the body had been sent);
     * answers a transfer coding other than `chunked` (`gzip, chunked`) with a 400
       `unsupported_transfer_encoding` (the client's mistake), not waitress's 501."""
     from waitress.channel import HTTPChannel
     from waitress.parser import HTTPRequestParser
     from waitress.task import ErrorTask
-    from waitress.utilities import BadRequest, ServerNotImplemented
+    from waitress.utilities import BadRequest, RequestEntityTooLarge, ServerNotImplemented
 
     class UnsupportedTransferEncoding(BadRequest):  # type: ignore[misc]
         api_code = "unsupported_transfer_encoding"
@@ -133,6 +139,17 @@ def json_error_channel() -> type:
         def received(self, data: bytes) -> int:
             consumed = int(super().received(data))
             error: Any = getattr(self, "error", None)
+            declared = int(getattr(self, "content_length", 0))
+            if (
+                error is None
+                and getattr(self, "headers_finished", False)
+                and getattr(self, "expect_continue", False)
+                and declared > API_MAX_BODY_BYTES
+            ):  # the API would refuse the body: say so now, before the client sends it
+                self.error = error = RequestEntityTooLarge(
+                    f"the body is {declared} bytes; the limit is {API_MAX_BODY_BYTES}"
+                )
+                self.completed = True
             if error is not None:
                 self.expect_continue = False  # refused: answer now, never "100 Continue"
                 if isinstance(error, ServerNotImplemented):
