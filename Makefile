@@ -11,7 +11,7 @@ GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-llm season synth clean model model-serve soak
+.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-family eval-family-dev eval-llm season synth clean model model-serve soak
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -22,6 +22,8 @@ help:
 	@echo "make bench      print the benchmarks' figures"
 	@echo "make soak       10,000 requests at concurrency 16 against horcrux serve (REQUESTS=, CONCURRENCY=)"
 	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
+	@echo "make eval-family      the generated family on the holdout: planner over 50 draws x 300 games, 30 seasons x 200 games + the named"
+	@echo "make eval-family-dev  the same on the dev split, smaller (20 draws x 100 games, 10 seasons x 100 games)"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
 	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
 	@echo "make model      build the local model server once (llama.cpp + SmolLM2-135M, cached); make model-serve runs it"
@@ -109,6 +111,21 @@ soak: venv
 
 eval: venv
 	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs
+
+# the generated Voldemort family (docs/EVALUATION.md, docs/ECHO.md): the holdout at the
+# issue's sizes; `reference` and `passive` at 2000 games are `make eval`'s
+eval-family: venv
+	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 50 --split holdout --games 300 --harry planner --out docs --no-progress || exit 1; \
+	echo "evaluate --family: $$(( $$(date +%s) - start )) s wall"
+	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split holdout --games 200 --named --out docs || exit 1; \
+	echo "season --family: $$(( $$(date +%s) - start )) s wall"
+
+# the same on the dev split, smaller (for development; never the holdout)
+eval-family-dev: venv
+	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 20 --split dev --games 100 --harry planner --out docs --no-progress || exit 1; \
+	echo "evaluate --family: $$(( $$(date +%s) - start )) s wall"
+	@start=$$(date +%s); $(BIN)/horcrux season --family 10 --split dev --games 100 --out docs || exit 1; \
+	echo "season --family: $$(( $$(date +%s) - start )) s wall"
 
 eval-llm: venv model
 	$(BIN)/horcrux evaluate --llm local --llm-games 20 --llm-states 300 --out docs

@@ -242,6 +242,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from horcrux_tools.evaluation import plots, report, runner
 
+    if args.family:
+        from horcrux_tools.evaluation.family_report import evaluate_family
+
+        return evaluate_family(args)
+    args.games = args.games or 2000
     if args.llm:
         return _evaluate_llm(args)
     rules = preset(args.rules)
@@ -307,7 +312,12 @@ def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
     llm_images = [name for name in names if (out / "img" / name).exists()]
     section = None if llm is None else llm_report.render_section(llm, llm_images)
     text = report.render_markdown(data, images, llm_section=section)
-    (out / "EVALUATION.md").write_text(text)
+    page = out / "EVALUATION.md"
+    if page.exists():  # the family evaluation's section stays (family_report.keep_section)
+        from horcrux_tools.evaluation.family_report import keep_section
+
+        text = keep_section(page.read_text(), text)
+    page.write_text(text)
 
 
 def _evaluate_llm(args: argparse.Namespace) -> int:
@@ -413,6 +423,10 @@ def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
 def cmd_season(args: argparse.Namespace) -> int:
     from horcrux_tools.echo.season import ABLATION_ARMS, BASE_ARMS, run_season, write_season
 
+    if args.family:
+        from horcrux_tools.echo.family_seasons import season_family
+
+        return season_family(args)
     if args.ablation:
         from horcrux_tools.echo.ablation import write_ablation
 
@@ -422,7 +436,7 @@ def cmd_season(args: argparse.Namespace) -> int:
                 games=args.games,
                 seed=args.seed,
                 rules=args.rules,
-                workers=args.workers,
+                workers=args.workers or 2,
             )
         )
         return 0
@@ -595,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--voldemort", default=None, help="comma-separated specs (default: all)")
     ev.add_argument("--rules", default="classic", choices=sorted(PRESETS))
     ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--games", type=_positive, default=2000)
+    ev.add_argument("--games", type=_positive, default=None, help="default 2000 (--family: 300)")
     ev.add_argument("--workers", type=_positive, default=None, help="default: every core")
     ev.add_argument(
         "--llm",
@@ -618,6 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    _family_args(ev, "--harry: default planner; family.json and a section of EVALUATION.md")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     ev.set_defaults(func=cmd_evaluate)
 
@@ -648,8 +663,13 @@ def build_parser() -> argparse.ArgumentParser:
         "table's generated section into FILE (docs/ECHO.md)",
     )
     sea.add_argument(
-        "--workers", type=_positive, default=2, help="--ablation: processes (default 2)"
+        "--workers",
+        type=_positive,
+        default=None,
+        help="--ablation: processes (default 2); --family: default every core",
     )
+    _family_args(sea, "arms on,off,counter; family-seasons.json and a section of ECHO.md")
+    sea.add_argument("--named", action="store_true", help="--family: also the named opponents")
     sea.add_argument("--json", action="store_true")
     sea.set_defaults(func=cmd_season)
 
@@ -660,6 +680,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_cli.py)
     return parser
+
+
+def _family_args(p: argparse.ArgumentParser, what: str) -> None:
+    """`--family N --split dev|holdout` (docs/EVALUATION.md, the generated family)."""
+    p.add_argument(
+        "--family", type=_positive, default=None, metavar="N", help=f"N family draws ({what})"
+    )
+    p.add_argument(
+        "--split", choices=("dev", "holdout"), default="dev", help="--family's draws (dev)"
+    )
 
 
 def _rate(text: str) -> str:
