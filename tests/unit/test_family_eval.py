@@ -107,6 +107,8 @@ def test_sections_replace_insert_and_carry_over() -> None:
     kept = family_report.keep_section(once, regenerated)
     assert section in kept and kept.startswith("# E (rerun)")
     assert family_report.keep_section("# no section", regenerated) == regenerated
+    assert family_report.drop_section(once) == page  # splice's inverse
+    assert family_report.drop_section(family_report.splice("# E\n", section)) == "# E\n"
     echo = fs.splice("# ECHO\n\nbody\n", f"{fs.BEGIN}\na\n{fs.END}")
     assert fs.splice(echo, f"{fs.BEGIN}\nb\n{fs.END}").endswith(f"{fs.BEGIN}\nb\n{fs.END}\n")
 

@@ -54,6 +54,16 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         "",
         "## The generated family",
         "",
+        "Each Harry against Voldemorts drawn from the generated family (`family:SEED`, "
+        "`horcrux.agents.family`), one draw a seed. Run: `horcrux evaluate --family N "
+        "[--split dev|holdout] [--games 300] [--harry planner,...] [--workers W] [--out docs]` "
+        "(`make eval-family`: the holdout at 50 draws x 300 games; `make eval-family-dev`: 20 "
+        "dev draws x 100 games). The split: `dev` is draws 0..N-1, the draws to develop "
+        "against; `holdout` is draws 100000 onwards, which `horcrux.agents.family` refuses to "
+        "draw until `--split holdout` opens them (the only code path that does), so that "
+        "nothing is tuned on them. A draw's observer is `copy` when it runs a copy of Harry's "
+        "brain; those draws are summarised apart.",
+        "",
         split_line(data),
         f"{copies} of the {len(data['draws'])} draws have the `copy` observer.",
         "",
@@ -99,9 +109,10 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         lines += ["", f"![{name}](img/{name})"]
     lines += [
         "",
-        "Rerun: `horcrux evaluate --family N --split dev|holdout --games G --harry "
-        "planner,... --out docs` (`make eval-family`: the holdout at the issue's sizes). "
-        "The data, with every game's result: `family.json`.",
+        "Columns: *n* the draws of that kind; *worst* the lowest per-draw win rate; *p10* "
+        "the 10th percentile by nearest rank (the ceil(n / 10)-th lowest); *median* the "
+        "middle rate (the mean of the two middle ones for even n); *mean* the mean of the "
+        "per-draw rates. The data, with every game's result: `family.json`.",
         "",
         END,
     ]
@@ -124,6 +135,18 @@ def splice(text: str, section: str) -> str:
         head, tail = text.split("\n## Definitions", 1)
         return head.rstrip("\n") + "\n\n" + section + "\n\n## Definitions" + tail
     return (text.rstrip("\n") + "\n\n" if text.strip() else "") + section + "\n"
+
+
+def drop_section(text: str) -> str:
+    """`text` without its family section (`splice`'s inverse)."""
+    if MARK not in text or END not in text:
+        return text
+    start = text.index(MARK)
+    end = text.index(END, start) + len(END)
+    head, tail = text[:start].rstrip("\n"), text[end:].lstrip("\n")
+    if not head:
+        return tail
+    return head + ("\n\n" + tail if tail else "\n")
 
 
 def keep_section(old: str, new: str) -> str:
@@ -229,6 +252,7 @@ def evaluate_family(args: Any) -> int:
 __all__ = [
     "BEGIN",
     "END",
+    "drop_section",
     "evaluate_family",
     "keep_section",
     "render_section",
