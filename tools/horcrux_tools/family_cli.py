@@ -61,7 +61,8 @@ def table(draws: Sequence[FamilyParams]) -> str:
     lines = [header]
     for p in draws:
         decoys = "never" if p.decoys == "never" else f"{p.decoys}/{p.timing}"
-        lines.append((str(p.seed), p.member, _trigger(p), _observer(p), p.destination, decoys))
+        destination = "-" if p.trigger == "never" else p.destination  # never used
+        lines.append((str(p.seed), p.member, _trigger(p), _observer(p), destination, decoys))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
