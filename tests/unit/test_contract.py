@@ -67,6 +67,7 @@ VOLDEMORT_CAPABILITIES: dict[str, frozenset[str]] = {
     "decoy-heavy": frozenset(),
     "mirror": frozenset({"MemoryAdopter"}),
     "ambush": frozenset({"MemoryAdopter"}),
+    "family": frozenset({"MemoryAdopter"}),  # passed on to a copy observer's copy
     "llm": frozenset({"DecisionRecorder", "StatsReporter"}),
 }
 
@@ -76,7 +77,8 @@ def build(seat: str, name: str) -> object:
     registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
     game = play.new_game(CLASSIC, 0)
     settings = {"api_key": "test-key"} if name == "llm" else {}
-    return registry.create(name, CLASSIC, truth=game.truth, settings=settings)
+    spec = "family:1" if name == "family" else name  # family needs its seed
+    return registry.create(spec, CLASSIC, truth=game.truth, settings=settings)
 
 
 def test_every_built_in_brain_is_listed() -> None:

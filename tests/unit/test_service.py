@@ -100,6 +100,7 @@ def test_default_harry_brain_is_the_planner_when_registered() -> None:
         (ai("oracle"), ai(), UnknownBrain, "known: "),
         (ai(), ai("nobody"), UnknownBrain, "reference"),
         (ai("naive:zero"), ai(), UnknownBrain, "whole number"),
+        (ai(), ai("family:100000"), UnknownBrain, "held-out report split"),
         (SeatRequest(kind="human", brain="naive"), ai(), InvalidRequest, "takes no brain"),
     ],
 )

@@ -676,9 +676,11 @@ def build_parser() -> argparse.ArgumentParser:
     brains = sub.add_parser("brains", help="list the registered brains")
     brains.set_defaults(func=cmd_brains)
 
+    from horcrux_tools import family_cli
     from horcrux_tools.local.model_cli import add_model_parser
 
     add_model_parser(sub)  # `horcrux model build|serve|status|path` (local/model_cli.py)
+    family_cli.add_family_parser(sub)  # `horcrux family --list A..B` (family_cli.py)
     return parser
 
 

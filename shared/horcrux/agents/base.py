@@ -83,6 +83,7 @@ BUILTIN_MODULES = (
     "horcrux.agents.gated",
     "horcrux.agents.adversaries",
     "horcrux.agents.opponents",
+    "horcrux.agents.family",
 )
 """The modules whose import registers the built-in brains of both seats (every one of them,
 imported on a registry's first lookup: a built-in never depends on what else was imported)."""

@@ -482,6 +482,8 @@ def render_markdown(
     lines += [
         "## Definitions",
         "",
+        "- **Adversaries**: the named Voldemorts above; a distribution of generated ones, "
+        "`family:SEED`, and its held-out split: [FAMILY.md](FAMILY.md).",
         f"- **Latency model**: seconds = a + b x prompt tokens, a = {lm['a_s']} s, b = "
         f"{lm['b_s_per_token'] * 1000:.3f} s per 1,000 tokens (so {lm['anchor']}, the design's "
         f"figure); prompt = Harry's system prompt ({meta['system_tokens']} estimated tokens) + "
