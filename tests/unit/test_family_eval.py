@@ -4,6 +4,7 @@ means across draws), its seeds and splits, its markdown sections, and the split 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -151,3 +152,23 @@ def test_split_guard_only_the_report_module_opens_the_holdout() -> None:
     assert not extra, f"open_holdout( called outside the report path: {extra}"
     source = (ROOT / "tools/horcrux_tools/evaluation/family.py").read_text()
     assert 'if split == "holdout":\n        fam.open_holdout()' in source
+
+
+def committed(page: str, begin: str, end: str) -> str:
+    text = (ROOT / "docs" / page).read_text()
+    start = text.index(begin)
+    return text[start : text.index(end, start) + len(end)]
+
+
+def test_the_committed_sections_are_the_generators() -> None:
+    """docs/EVALUATION.md's and docs/ECHO.md's family sections render again from the
+    committed JSON (`horcrux evaluate --family`, `horcrux season --family`)."""
+    data = json.loads((ROOT / "docs" / family_report.JSON_NAME).read_text())
+    section = committed("EVALUATION.md", family_report.BEGIN, family_report.END)
+    assert family_report.render_section(data, [family_report.IMAGE_NAME]) == section
+    assert data["summary"] == family.analyse(data)["summary"]
+    assert data["paired"] == family.analyse(data)["paired"]
+    seasons = json.loads((ROOT / "docs" / fs.JSON_NAME).read_text())
+    section = committed("ECHO.md", fs.BEGIN, fs.END)
+    assert fs.render_section(seasons, [fs.IMAGE_NAME]) == section
+    assert seasons["over_draws"] == fs.over_draws(seasons["seasons"])
