@@ -12,7 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from horcrux_tools.cli import main
+from horcrux_tools.echo import family_seasons as fs
 from horcrux_tools.evaluation import family
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +90,7 @@ def test_a_dev_run_never_opens_the_holdout(tmp_path: Path) -> None:
     assert "open: False" in done.stdout
 
 
+@pytest.mark.slow  # a fresh interpreter or a process pool: about a second
 def test_the_holdout_runs_only_through_the_report_path(tmp_path: Path) -> None:
     done = python(
         f"""
@@ -112,3 +116,20 @@ def test_the_holdout_runs_only_through_the_report_path(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("refused") == 2
     assert "draws: [100000, 100001]" in done.stdout and "open: True" in done.stdout
+
+
+@pytest.mark.slow  # a fresh interpreter or a process pool: about a second
+def test_results_do_not_depend_on_the_workers() -> None:
+    one = family.run_family(["planner"], "dev", 2, 3, 1)
+    two = family.run_family(["planner"], "dev", 2, 3, 2)
+    assert one["wins"] == two["wins"] and one["summary"] == two["summary"]
+
+
+def test_named_seasons_are_listed_never_averaged_in() -> None:
+    data = fs.run_family_seasons("dev", 1, 2, named=("passive",), workers=1)
+    assert [(s["opponent"], s["draw"], s["seed"]) for s in data["seasons"]] == [
+        ("family:0", 0, 0),
+        ("passive", None, 0),
+    ]
+    assert data["over_draws"]["on_off"]["n"] == 1
+    assert data["over_draws"]["on_off"]["mean"] == data["seasons"][0]["on_off"]["diff"]
