@@ -31,15 +31,31 @@ the level-0 group mixes its models by their priors).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from horcrux.belief.bayes import DEFAULT_MODE, AdversaryModel, BayesBelief, FloatArray, Maps
+from horcrux.belief.bayes import (
+    DEFAULT_MODE,
+    AdversaryModel,
+    BayesBelief,
+    FloatArray,
+    IntArray,
+    Maps,
+)
 from horcrux.belief.filter import _Filters
+from horcrux.belief.reacting import _BeliefPlan
 from horcrux.engine import apply, new_game
-from horcrux.models import GameStarted, GameState, HarryMoved, PlantDecoy, Relocate, VoldemortMoved
+from horcrux.models import (
+    GameStarted,
+    GameState,
+    HarryMoved,
+    Pass,
+    PlantDecoy,
+    Relocate,
+    VoldemortMoved,
+)
 
 if TYPE_CHECKING:
     from horcrux.rules import RuleSet
@@ -51,66 +67,47 @@ EPS = 1e-3
 _Key = tuple[Any, ...]
 
 
-class _Recorder:
-    """The replayed filter's predictive step, recorded: the maps each model read."""
+class _Keyed(_Filters):
+    """The filters with the context of every map read: which model's move (or the
+    decoys), which sets a levelled destination shares out, and the call's rank in it."""
 
-    def __init__(self, belief: BayesBelief) -> None:
-        self.belief = belief
-        self.maps: Maps | None = None
-        self.mixtures: dict[_Key, FloatArray] = {}
-        self.masses: dict[_Key, float] = {}
+    def __init__(self, models: tuple[AdversaryModel, ...], n: int, k: int, r: int, d: int):
+        super().__init__(models, n, k, r, d)
         self.context: _Key = ("pre",)
         self.calls = 0
-        flt = belief._filters
-        take_maps = belief._maps
-        mixture, move_belief, filled, plant = (
-            flt.mixture,
-            flt._move_belief,
-            flt._filled,
-            flt._plant,
-        )
 
-        def maps() -> Maps | None:
-            self.maps = take_maps()
-            return self.maps
+    def _mass(self, key: _Key, mass: float) -> float:
+        """The mass a levelled destination shares out (the recording keeps it)."""
+        return mass
 
-        def record(weights: FloatArray) -> FloatArray:
-            out = mixture(weights)
-            self.mixtures[(*self.context, self.calls)] = out
-            self.calls += 1
-            return out
+    def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
+        with _In(self, ("belief", i)):
+            return super()._move_belief(i, model, plan, harry)
 
-        def record_filled(i: int, model: AdversaryModel, go: Any, mass: float, *a: Any) -> Any:
-            self.masses[("fill", i, go.tobytes())] = mass
-            with _In(self, ("fill", i, go.tobytes())):
-                return filled(i, model, go, mass, *a)
+    def _filled(
+        self,
+        i: int,
+        model: AdversaryModel,
+        go: IntArray,
+        mass: float,
+        harry: Maps,
+        cols: IntArray | None = None,
+    ) -> FloatArray | None:
+        key = ("fill", i, go.tobytes())
+        with _In(self, key):
+            return super()._filled(i, model, go, self._mass(key, mass), harry, cols)
 
-        def record_move(i: int, *a: Any) -> float:
-            with _In(self, ("belief", i)):
-                return move_belief(i, *a)
-
-        def record_plant(*a: Any) -> None:
-            with _In(self, ("plant",)):
-                plant(*a)
-
-        belief._maps = maps  # type: ignore[method-assign]
-        flt.mixture = record  # type: ignore[method-assign]
-        flt._filled = record_filled  # type: ignore[method-assign]
-        flt._move_belief = record_move  # type: ignore[method-assign]
-        flt._plant = record_plant  # type: ignore[method-assign]
-
-    def start(self) -> None:
-        self.maps = None
-        self.mixtures = {}
-        self.masses = {}
-        self.context = ("pre",)
-        self.calls = 0
+    def _plant(
+        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
+    ) -> None:
+        with _In(self, ("plant",)):
+            super()._plant(p_no_move, evidence, harry)
 
 
 class _In:
-    """A recorder's (or a point filter's) context for the duration of one call."""
+    """A filter's map-reading context for the duration of one call."""
 
-    def __init__(self, owner: _Recorder | _PointFilters, key: _Key) -> None:
+    def __init__(self, owner: _Keyed, key: _Key) -> None:
         self.owner, self.key = owner, key
 
     def __enter__(self) -> None:
@@ -121,18 +118,51 @@ class _In:
         self.owner.context, self.owner.calls = self.saved
 
 
-class _PointFilters(_Filters):
+class _Recording(_Keyed):
+    """The replayed belief's filters, recording what each predictive step read."""
+
+    def __init__(self, models: tuple[AdversaryModel, ...], n: int, k: int, r: int, d: int):
+        super().__init__(models, n, k, r, d)
+        self.maps: Maps | None = None
+        self.mixtures: dict[_Key, FloatArray] = {}
+        self.masses: dict[_Key, float] = {}
+
+    def predict(
+        self,
+        positives: list[int],
+        evidence: FloatArray,
+        maps: Callable[[], Maps | None] | None = None,
+    ) -> None:
+        self.maps, self.mixtures, self.masses = None, {}, {}
+        self.context, self.calls = ("pre",), 0
+
+        def kept() -> Maps | None:
+            assert maps is not None
+            self.maps = maps()
+            return self.maps
+
+        super().predict(positives, evidence, kept if maps is not None else None)
+
+    def mixture(self, weights: FloatArray) -> FloatArray:
+        out = super().mixture(weights)
+        self.mixtures[(*self.context, self.calls)] = out
+        self.calls += 1
+        return out
+
+    def _mass(self, key: _Key, mass: float) -> float:
+        self.masses[key] = mass
+        return mass
+
+
+class _PointFilters(_Keyed):
     """The filters from a point mass at the true state, reading the replay's maps."""
 
-    def __init__(self, models: tuple[AdversaryModel, ...], state: GameState, rec: _Recorder):
+    def __init__(self, models: tuple[AdversaryModel, ...], state: GameState, rec: _Recording):
         rules = state.rules
         index = {loc: i for i, loc in enumerate(rules.locations)}
-        super().__init__(
-            models, len(rules.locations), len(state.horcruxes), rules.relocations, rules.decoys
-        )
+        n, k = len(rules.locations), len(state.horcruxes)
+        super().__init__(models, n, k, rules.relocations, rules.decoys)
         self.rec = rec
-        self.context: _Key = ("pre",)
-        self.calls = 0
         self.charges = state.relocations_left
         self.used_now = rules.decoys - state.decoys_left
         self.true_set = self.tab.sets.index(tuple(sorted(index[h] for h in state.horcruxes)))
@@ -152,26 +182,12 @@ class _PointFilters(_Filters):
             return maps["own"] if maps is not None else super().mixture(weights)
         return out
 
-    def _filled(
-        self, i: int, model: AdversaryModel, go: Any, mass: float, harry: Maps, cols: Any = None
-    ) -> FloatArray | None:
-        key = ("fill", i, go.tobytes())
-        with _In(self, key):
-            return super()._filled(i, model, go, self.rec.masses.get(key, mass), harry, cols)
-
-    def _move_belief(self, i: int, model: AdversaryModel, plan: Any, harry: Maps) -> float:
-        with _In(self, ("belief", i)):
-            return super()._move_belief(i, model, plan, harry)
-
-    def _plant(
-        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
-    ) -> None:
-        with _In(self, ("plant",)):
-            super()._plant(p_no_move, evidence, harry)
+    def _mass(self, key: _Key, mass: float) -> float:
+        return self.rec.masses.get(key, mass)
 
 
 def _move_probability(
-    flt: _PointFilters, before: GameState, action: Relocate | PlantDecoy | Any
+    flt: _PointFilters, before: GameState, action: Relocate | PlantDecoy | Pass
 ) -> FloatArray:
     """(models,): each model's probability of `action` after its predictive step."""
     rules = before.rules
@@ -218,7 +234,8 @@ def move_logliks(
     """Per model (by name), log P(Voldemort's moves in `events` | model), robust (EPS)."""
     stack = tuple(models)
     belief = BayesBelief(rules, DEFAULT_MODE, models=stack)
-    rec = _Recorder(belief)
+    n = len(rules.locations)
+    rec = belief._filters = _Recording(stack, n, rules.horcruxes, rules.relocations, rules.decoys)
     total = np.zeros(len(stack))
     state: GameState | None = None
     flt: _PointFilters | None = None
@@ -228,7 +245,6 @@ def move_logliks(
             state, _ = new_game(event.rules, event.seed)
         elif isinstance(event, HarryMoved):
             assert state is not None
-            rec.start()
             belief.update_observations(event.turn, event.observations, track=False)
             state, _ = apply(state, event.action)
             if state.over:
@@ -264,12 +280,12 @@ def unit_logliks(
 
 def mix_loglik(weighted: Sequence[tuple[float, float]]) -> float:
     """log sum_v p_v exp(l_v) / sum_v p_v: a mixture's log-likelihood (log-sum-exp)."""
-    kept = [(p, l) for p, l in weighted if p > 0.0]
+    kept = [(p, x) for p, x in weighted if p > 0.0]
     if not kept:
         return -math.inf
-    top = max(l for _, l in kept)
+    top = max(x for _, x in kept)
     total = sum(p for p, _ in kept)
-    return top + math.log(sum(p * math.exp(l - top) for p, l in kept) / total)
+    return top + math.log(sum(p * math.exp(x - top) for p, x in kept) / total)
 
 
 __all__ = ["EPS", "legal_moves", "mix_loglik", "move_logliks", "unit_logliks"]
