@@ -33,7 +33,7 @@ from horcrux.echo import (
     retention,
 )
 from horcrux.echo.config import CONFIG_PATH, EchoConfigError
-from horcrux.echo.model import Pattern, Skill
+from horcrux.echo.model import Pattern, Skill, Style
 from horcrux.echo.recall import cosine, hash_vector
 from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
 from horcrux.memory.tokens import estimate_tokens
@@ -455,7 +455,13 @@ def test_an_unreadable_memory_item_is_rebuilt(store: Any) -> None:
 def test_the_service_applies_memory_on_an_ai_harrys_first_turn() -> None:
     store = MemoryStore()
     learned = season_of([summary(f"r{i}") for i in range(20)]).model_copy(update={"last_game": ""})
-    store.put_scope_item(persist.encode_memory(learned.model_copy(update={"version": 1})), 0)
+    # summaries carry no moves: the memory gate (`echo.gate`) is scored here as if the
+    # season's plans had out-predicted the default prior, so the plan reaches the planner
+    scored = Style(
+        id="style", subject="style", text="", created=0.0, last_access=0.0, life=50.0, gate=10.0
+    )
+    learned = learned.model_copy(update={"items": (*learned.items, scored), "version": 1})
+    store.put_scope_item(persist.encode_memory(learned), 0)
     service = GameService(store, inline_ai=True)
     start_game(store, "svc", CLASSIC, 9, dict(PLANNER_SEATS))
     service.dispatch("svc", max_turns=4)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,16 @@ from horcrux.agents.planner import PlannerHarry
 from horcrux.echo import style
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.core import add_correction
-from horcrux.echo.model import EchoMemory
-from horcrux.echo.use import MemoryPlan, joined_models, memory_plan, rate_models
+from horcrux.echo.model import EchoMemory, Style
+from horcrux.echo.use import (
+    ALL_LAYERS,
+    Layers,
+    MemoryPlan,
+    full_plan,
+    joined_models,
+    memory_plan,
+    rate_models,
+)
 from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
@@ -144,11 +153,28 @@ def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_p
     found = outcome.memory.memory.style()
     assert found is not None and found.games == 1
     assert set(found.scores) >= {"level0", "belief@0.5/naive", "rule", "early"}
-    # the next game's start-up pins the style-weighted model set (pin v2)
-    start_game(store, "g2", CLASSIC, 5, dict(seats))
+    assert found.gate == 0.0  # no plan before the first game: nothing to score
     from collections import Counter
 
+    # the gate holds the memory back until its plans out-predicted the default: the
+    # start-up pins no models (the defaults play), only the line that says so
+    start_game(store, "g2", CLASSIC, 5, dict(seats))
     read = read_memory(store, store.load("g2"), Counter())
+    assert read.pin is not None
+    body = json.loads(read.pin)
+    assert body["models"] is None and "memory held back" in body["line"]
+    seed = 5
+    while memory_plan(persist.load(store, "planner", "shadow")[0]) is None:
+        game = f"g{seed - 3}"
+        if seed > 5:
+            start_game(store, game, CLASSIC, seed, dict(seats))
+        play_to_end(store, game)
+        assert compaction.compact(store, game).memory is not None
+        seed += 1
+        assert seed < 12, "the gate never opened against shadow"
+    # then the next game's start-up pins the style-weighted model set (pin v2)
+    start_game(store, "next", CLASSIC, seed, dict(seats))
+    read = read_memory(store, store.load("next"), Counter())
     assert read.pin is not None
     body = json.loads(read.pin)
     plan = memory_plan(persist.load(store, "planner", "shadow")[0])
@@ -167,9 +193,9 @@ def constructed_view() -> HarryView:
     return harry_view(state)
 
 
-def decided(memory: EchoMemory | None) -> PlannerHarry:
+def decided(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> PlannerHarry:
     harry = PlannerHarry(CLASSIC)
-    plan = memory_plan(memory)
+    plan = memory_plan(memory, layers)
     if plan is not None:
         harry.adopt_memory(plan.models, plan.params)
     harry.sync(constructed_view())
@@ -180,10 +206,10 @@ def decide(memory: EchoMemory | None, rng: random.Random | None) -> str:
     return decided(memory).choose(constructed_view(), rng).kind
 
 
-def attack_chance(memory: EchoMemory | None) -> float:
+def attack_chance(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> float:
     """P(the planner attacks azkaban now), drawn from his private stream: the race plan's
     share when he plays the race, else 1 or 0 as the deterministic rule says."""
-    harry = decided(memory)
+    harry = decided(memory, layers)
     choice = harry.choose(constructed_view(), None)
     race = harry.belief.race_plan()
     if race is not None:
@@ -203,7 +229,17 @@ def test_a_correction_changes_the_planners_decision(subject: str, rate: float) -
     # threshold correction, the race's attack with its probability, 0.42)
     assert decide(None, None) == "search" and attack_chance(None) == 0.0
     corrected = add_correction(fresh(), wrong="", right="", subject=subject, rate=rate)
-    assert attack_chance(corrected) > 0.4
+    assert attack_chance(corrected, replace(ALL_LAYERS, gate=False)) > 0.4
+    # a correction is a claim about the opponent: it passes the memory gate like the
+    # evidence, so with no game scored yet (S = 0) the planner plays its defaults, and
+    # once the memory's plans have out-predicted the default prior (S well above the
+    # margin) the correction reaches him
+    assert memory_plan(corrected) is None and attack_chance(corrected) == 0.0
+    scored = Style(
+        id="style", subject="style", text="", created=0.0, last_access=0.0, life=50.0, gate=20.0
+    )
+    trusted = corrected.model_copy(update={"items": (*corrected.items, scored)})
+    assert attack_chance(trusted) > 0.4
 
 
 def test_a_preference_changes_the_planners_decision() -> None:
@@ -274,7 +310,8 @@ def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
     arm = Arm(CORRECTED, "late", default_config(), ("immediate", 0.0))
     belief = arm.memory.active_beliefs()["immediate"]
     assert belief.source == "correction" and belief.corrected_rate == 0.0
-    plan = arm.plan()
+    assert arm.plan() is None  # held back by the gate until games confirm it
+    plan = full_plan(arm.memory)
     assert plan is not None
     learned = {m.name: m for m in plan.models}["learned-trigger"]
     assert learned.prior < 0.1  # P(at once) = 0: the learned trigger model at its floor

@@ -354,22 +354,29 @@ def _style(
     clock: float,
     cfg: EchoConfig,
 ) -> Mapping[str, float] | None:
-    """Fold the game's Bayes factors into the scope's `Style` (from `factors`, the played
-    filter's, or recomputed from the events over the models the start-up played), in
-    place; and end a skill left from before (history: no layer reads skills). Returns the
-    factors (None: the game has none, a rebuild's case)."""
-    from horcrux.echo import style
-    from horcrux.echo.use import memory_plan
+    """Fold the game's evidence into the scope's `Style`, in place: the style's factors
+    and the memory gate's log-likelihood ratio of Voldemort's moves (`echo.gate`,
+    recomputed from the events: the plan `memory` gave before the game against the
+    default prior), or the caller's `factors` alone; and end a skill left from before
+    (history: no layer reads skills). Returns the factors (None: the game has none, a
+    rebuild's case)."""
+    from horcrux.echo import gate, style
+    from horcrux.echo.use import full_plan, memory_plan
 
     for i, it in enumerate(items):
         if isinstance(it, Skill) and it.active:
             items[i] = it.model_copy(update={"valid_to": clock})
-    if factors is None and events and isinstance(events[0], GameStarted):
-        from horcrux.belief.bayes import DEFAULT_MODE, MODES
-
-        plan = memory_plan(memory)
-        models = plan.models if plan is not None else MODES[DEFAULT_MODE]
-        factors = style.replay_factors(events[0].rules, models, events)
+    llr: float | None = None
+    if events and isinstance(events[0], GameStarted):
+        plan, played = full_plan(memory), memory_plan(memory)
+        found = gate.game_evidence(
+            events[0].rules,
+            events,
+            plan.models if plan is not None else None,
+            played.models if played is not None else None,
+        )
+        llr = found.llr
+        factors = found.factors if factors is None else factors
     if factors is None:
         return None
     index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
@@ -377,6 +384,9 @@ def _style(
     assert current is None or isinstance(current, Style)
     discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
     new_style = style.updated(current, factors, clock, cfg.half_life, discount)
+    if llr is not None:
+        score = gate.updated_score(current.gate if current else 0.0, llr, discount)
+        new_style = new_style.model_copy(update={"gate": score, "gate_last": llr})
     if index is None:
         items.append(new_style)
     else:
@@ -505,10 +515,11 @@ def consolidate(
 ) -> Consolidation:
     """Fold one finished game into its scope's memory (the end-of-game 'sleep').
 
-    `factors`: the game's Bayes factors per model unit (`echo.style.bayes_factors` of
-    the filter the game played); without them they are recomputed from `events` (the
-    compaction's case), and without events the style is left as it is (a rebuild from
-    the recent results).
+    `factors`: the game's style factors per model unit; without them they are computed
+    from `events` (`echo.gate.game_evidence`: the likelihood of Voldemort's moves per
+    unit, relative to the default prior), which also move the memory gate's score;
+    without events the style and the gate are left as they are (a rebuild from the
+    recent results).
 
     Idempotent per game: a game already in `memory.seen` changes nothing. The clock is
     the game's ordinal in the scope (`clock: games`) or the `clock` the caller passes

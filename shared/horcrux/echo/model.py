@@ -213,7 +213,7 @@ class Correction(_Item):
     evidence: dict[str, float] = Field(default_factory=dict)
     """A `threshold` correction's evidence since it was asserted (or last confirmed): per
     belief-reacting model unit (`belief@T`, `belief@T/naive`), the tempered sum of every
-    game's log Bayes factor, never discounted (frozen: protected from decay, not from
+    game's factor (`Style`), never discounted (frozen: protected from decay, not from
     evidence)."""
     evidence_games: int = 0
     confidence: float = Field(default=1.0, ge=0, le=1)
@@ -227,13 +227,19 @@ class Correction(_Item):
 class Style(_Item):
     """Which of the planner's adversary models fit this opponent, across games: per model
     unit (the level-0 group, each belief-reacting model with its threshold, `rule`,
-    `early`, the learned ones) a discounted, tempered sum of each game's log Bayes factor
-    (the in-game mixture posterior at the game's end over the prior it started from).
-    One per scope; protected (it is rewritten every game)."""
+    `early`, the learned ones) a discounted, tempered sum of each game's factor (the
+    log-likelihood of Voldemort's actual moves under the unit over that under the
+    default mixture, `echo.gate`).
+    One per scope; protected (it is rewritten every game). `gate`: the memory gate's
+    score S (`echo.gate`: the discounted log-likelihood ratio of the opponent's moves
+    under memory's plan over the default prior), `gate_last` the last game's ratio
+    (both 0 on items stored before the gate)."""
 
     level: Literal["style"] = "style"
     scores: dict[str, float] = Field(default_factory=dict)
     games: int = 0
+    gate: float = 0.0
+    gate_last: float = 0.0
 
 
 AnyItem = Annotated[

@@ -4,11 +4,12 @@ The default planner's filter averages adversary models within a game (docs/MEMOR
 the level-0 models (`trigger`, `hazard`, `static`: their mixture is the public map a
 `shadow` reads), eight belief-reacting models (a trigger threshold on Harry's occupancy,
 on the level-0 map or on his own), `rule` (Harry's own rule), `early`, and what the rate
-beliefs learned (`learned-trigger`, `learned-static`). At a game's end the mixture's
-posterior W_u over each *unit* (a model, or the level-0 group as one: its internal
-ratios must stay those of the public map) against the prior P_u it started from gives
-that game's log Bayes factor r_u = log W_u - log P_u, clipped below at FACTOR_MIN (-10).
-Across games:
+beliefs learned (`learned-trigger`, `learned-static`). At a game's end each *unit* (a
+model, or the level-0 group as one: its internal ratios must stay those of the public
+map) gets the game's factor r_u = log L_u - log sum_v P0_v L_v, clipped below at
+FACTOR_MIN (-10): L_u the likelihood of Voldemort's actual moves under the unit
+(`echo.predictive`), against that under the default mixture P0, the "no memory"
+hypothesis (`echo.gate.game_evidence`). Across games:
 
     score_u <- DISCOUNT * score_u + TEMPER * r_u
 
@@ -69,7 +70,8 @@ def units(models: Sequence[AdversaryModel]) -> dict[str, float]:
 
 
 def bayes_factors(models: Sequence[AdversaryModel], weights: Sequence[float]) -> dict[str, float]:
-    """One game's evidence: per unit, log(posterior weight at the end / prior weight)."""
+    """A played filter's view of one game: per unit, log(posterior weight at the end /
+    prior weight) (a diagnostic: the style learns from the moves, `echo.gate`)."""
     prior = units(models)
     post: dict[str, float] = {}
     for m, w in zip(models, weights, strict=True):

@@ -106,11 +106,12 @@ class Layers:
     """Which layers reach the planner (all, in play; the season switches them off one by
     one). `beliefs`: the rate beliefs' learned models; `style`: the cross-game posterior
     over the models (their priors, thresholds included); `corrections`: the operator's
-    corrections and preferences."""
+    corrections and preferences; `gate`: the memory gate (`echo.gate`)."""
 
     beliefs: bool = True
     style: bool = True
     corrections: bool = True
+    gate: bool = True
 
 
 ALL_LAYERS = Layers()
@@ -156,7 +157,30 @@ def joined_models(
 
 
 def memory_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryPlan | None:
-    """What the planner plays with from this memory (None: nothing learned, its defaults)."""
+    """What the planner plays with from this memory (None: nothing learned or the gate
+    closed, its defaults): `full_plan` through the memory gate (`echo.gate`: the plan's
+    prior mixed with the default's by w(S)), the operator's preferences outside it."""
+    from horcrux.echo import gate
+
+    plan = full_plan(memory, layers)
+    if plan is None or not layers.gate:
+        return plan
+    assert memory is not None
+    found = memory.style()
+    w = gate.weight(found.gate if found else 0.0)
+    if w >= 1.0:
+        return plan
+    from horcrux.belief.bayes import DEFAULT_MODE, MODES
+
+    default = MODES[DEFAULT_MODE]
+    if w <= 0.0:
+        return MemoryPlan(default, plan.params) if plan.params else None
+    return MemoryPlan(gate.mixed_models(plan.models, default, w), plan.params)
+
+
+def full_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryPlan | None:
+    """The memory's plan without the gate: the learned models, the style's priors, the
+    corrections and preferences (None: nothing learned)."""
     from horcrux.echo import style
 
     if memory is None:
@@ -203,9 +227,15 @@ def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> 
         (r for r in ranked if type(r.item) in order),
         key=lambda r: (order[type(r.item)], -r.score),
     )
-    if not picked:
+    found = memory.style()
+    held = None
+    if found is not None and full_plan(memory) is not None:
+        from horcrux.echo import gate
+
+        held = gate.line(found.gate)
+    if not picked and held is None:
         return None
-    parts = []
+    parts = [] if held is None else [held]
     for r in picked:
         text = r.item.text
         if isinstance(r.item, Belief):

@@ -53,7 +53,9 @@ ROWS: dict[str, str] = {
     "no-style": "full, style posterior off",
     "no-beliefs": "full, rate beliefs off",
     "no-decay": "full, decay off",
+    "no-gate": "full, gate off",
 }
+"""The table's rows; an arm the seasons did not play (data from before it) has none."""
 
 
 Job = tuple[str, str | None, int, int, str, tuple[Subject, float] | None]
@@ -160,6 +162,8 @@ def render_section(data: dict[str, Any]) -> str:
         "|---|" + "---|" * len(seasons),
     ]
     for arm, name in ROWS.items():
+        if not all(arm in s["arms"] for s in seasons):
+            continue
         cells = []
         for s in seasons:
             r = s["arms"][arm]
@@ -175,7 +179,7 @@ def render_section(data: dict[str, Any]) -> str:
         "|---|" + "---|" * len(seasons),
     ]
     for arm, name in ROWS.items():
-        if arm == "on":
+        if arm == "on" or not all(arm in s["wins"] for s in seasons):
             continue
         cells = []
         for s in seasons:

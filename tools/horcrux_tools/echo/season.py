@@ -4,14 +4,16 @@ arm (paired), in process and pure (no store, no clock).
 Arms (`ARMS`):
 
 * `on`: full memory: before each game `memory_plan` gives the planner its models and
-  knobs (`PlannerHarry.adopt_memory`); after it the game is consolidated (`consolidate`,
-  with the played filter's Bayes factors), as the compaction does;
+  knobs (`PlannerHarry.adopt_memory`), through the memory gate (`echo.gate`); after it
+  the game is consolidated from its events (`consolidate`: the style's factors and the
+  gate's score from the likelihood of Voldemort's moves), as the compaction does;
 * `off`: the planner's defaults;
 * `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
   posterior), `no-beliefs` (the rate beliefs' learned models), `no-decay` (decay off:
-  items never fade, the style's evidence is never discounted);
+  items never fade, the style's evidence is never discounted), `no-gate` (the memory's
+  plan played whatever the gate says: memory as it was before the gate);
 * `corrected`: full memory that starts from an operator's correction (`correction`, a
   subject and a rate, added before the first game): what a correction adds.
 
@@ -55,7 +57,7 @@ from horcrux.views import harry_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
-ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay", "no-gate")
 ARMS = BASE_ARMS + ABLATION_ARMS
 CORRECTED = "corrected"
 KNOWN_ARMS = (*ARMS, CORRECTED)
@@ -64,6 +66,7 @@ LAYERS_OF: dict[str, Layers] = {
     "no-style": replace(ALL_LAYERS, style=False),
     "no-beliefs": replace(ALL_LAYERS, beliefs=False),
     "no-decay": ALL_LAYERS,
+    "no-gate": replace(ALL_LAYERS, gate=False),
     CORRECTED: ALL_LAYERS,
 }
 
@@ -75,7 +78,8 @@ class Played:
     summary: GameSummary
     events: Events
     factors: dict[str, float]
-    """The game's Bayes factors per model unit (what the style consolidates)."""
+    """The played filter's Bayes factors per model unit (a diagnostic: the style learns
+    from the likelihood of Voldemort's moves, computed by `consolidate`)."""
 
 
 def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[PlannerHarry, Any]:
@@ -169,7 +173,6 @@ class Arm:
             played.summary,
             config=self.config,
             events=played.events,
-            factors=played.factors,
         )
         self.leaks += result.leaked
         self.memory = result.memory
@@ -189,6 +192,10 @@ class Season:
     rates: list[dict[str, float | None]] = field(default_factory=list)
     thresholds: list[dict[str, float]] = field(default_factory=list)
     """The `on` arm's threshold posterior after each game."""
+    gates: list[float] = field(default_factory=list)
+    """The `on` arm's memory gate score S (`echo.gate`) after each game."""
+    planned: list[bool] = field(default_factory=list)
+    """Whether the `on` arm's planner played a plan (not its defaults), game by game."""
     memory: EchoMemory | None = None
     """The `on` arm's memory at the end."""
 
@@ -235,6 +242,8 @@ class Season:
             "leaks": self.leaks,
             "learned_last": self.rates[-1] if self.rates else {},
             "thresholds_last": self.thresholds[-1] if self.thresholds else {},
+            "gates": self.gates,
+            "planned": self.planned,
             "wins": self.wins,
         }
         if "on" in self.wins and "off" in self.wins:
@@ -291,7 +300,10 @@ def run_season(
     for g in range(games):
         opp = switch_to if switch_to and switch_at is not None and g >= switch_at else voldemort
         for name, arm in state.items():
-            played = play(rule_set, seed + g, opp, arm.plan(), f"season-{seed + g}")
+            plan = arm.plan()
+            if name == "on":
+                season.planned.append(plan is not None)
+            played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}")
             season.wins[name].append(int(played.summary.winner == "harry"))
             arm.learn(played)
         main = state.get("on")
@@ -303,6 +315,8 @@ def run_season(
                 {k: None if v is None else round(v, 3) for k, v in learned_rates(memory).items()}
             )
             season.thresholds.append(thresholds_of(memory))
+            found = memory.style()
+            season.gates.append(found.gate if found is not None else 0.0)
         if progress is not None:
             progress(g)
     return season

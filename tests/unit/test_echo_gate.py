@@ -1,0 +1,197 @@
+"""The memory gate (docs/ECHO.md, "The gate"): the likelihood of Voldemort's actual moves
+per adversary model (`echo.predictive`), the style's factors and the gate's score S
+from it, and the gate itself: memory reaches the planner only once its plans have
+out-predicted the default prior."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+
+from horcrux import engine
+from horcrux.belief.bayes import DEFAULT_MODE, MODES, AdversaryModel
+from horcrux.echo import gate, persist, predictive
+from horcrux.echo.config import default_config
+from horcrux.echo.model import EchoMemory, Style
+from horcrux.echo.use import full_plan, memory_line, memory_plan
+from horcrux.models import Pass, Relocate, Search
+from horcrux.rules import CLASSIC
+from horcrux_tools.echo.season import Arm, play, run_season
+
+
+def logliks(opponent: str, seed: int) -> dict[str, float]:
+    played = play(CLASSIC, seed, opponent, None, "g")
+    return predictive.move_logliks(CLASSIC, MODES[DEFAULT_MODE], played.events)
+
+
+# ---------------------------------------------------------------- the likelihood of the moves
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_reference_game_is_best_predicted_by_the_trigger_model(seed: int) -> None:
+    got = logliks("reference", seed)
+    assert max(got, key=lambda m: got[m]) == "trigger"
+    assert got["trigger"] > got["hazard"] + 10.0 > got["static"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_passive_game_is_best_predicted_by_the_static_model(seed: int) -> None:
+    got = logliks("passive", seed)
+    assert max(got, key=lambda m: got[m]) == "static"  # plant = 0: every pass at 1
+    assert got["static"] > -0.1 and got["trigger"] < -100.0
+
+
+def test_a_tiny_game_by_hand() -> None:
+    # seed 7: Horcruxes at hogsmeade, hogwarts, spinners-end. Harry searches azkaban
+    # twice; Voldemort moves hogwarts -> azkaban, then passes. A hazard model (h = 0.5,
+    # no decoys) gives the move h x 1/k x 1/(N - k) = 0.5 / 36 and the pass 1 - h; a
+    # static one 0 and 1. Each mixed with EPS of a uniform over the 49 legal moves
+    # (pass, 3 x 12 relocations, 12 decoys)
+    state, started = engine.new_game(CLASSIC, 7)
+    assert started.horcruxes == ("hogsmeade", "hogwarts", "spinners-end")
+    events: list[object] = [started]
+    for action in (
+        Search(location="azkaban"),
+        Relocate(from_location="hogwarts", to_location="azkaban"),
+        Search(location="azkaban"),
+        Pass(),
+    ):
+        state, event = engine.apply(state, action)
+        events.append(event)
+    models = (
+        AdversaryModel("h", "hazard", hazard=0.5, plant=0.0),
+        AdversaryModel("s", "static", plant=0.0),
+    )
+    got = predictive.move_logliks(CLASSIC, models, events)  # type: ignore[arg-type]
+    eps, u = predictive.EPS, predictive.EPS / 49
+    assert got["h"] == pytest.approx(
+        math.log((1 - eps) * 0.5 / 36 + u) + math.log((1 - eps) * 0.5 + u), abs=1e-6
+    )
+    assert got["s"] == pytest.approx(math.log(u) + math.log((1 - eps) + u), abs=1e-6)
+
+
+def test_unit_likelihoods_mix_the_level0_group_by_its_priors() -> None:
+    models = MODES[DEFAULT_MODE]
+    got = logliks("reference", 0)
+    units = predictive.unit_logliks(models, got)
+    level0 = [(m.prior, got[m.name]) for m in models if m.name in ("trigger", "hazard", "static")]
+    assert units["level0"] == pytest.approx(predictive.mix_loglik(level0), abs=1e-6)
+    assert units["rule"] == got["rule"] and "trigger" not in units
+
+
+# ---------------------------------------------------------------- S, w and the factors
+def test_the_gate_weight_and_score_on_hand_made_inputs() -> None:
+    m = gate.MARGIN
+    assert gate.weight(-5.0) == 0.0 and gate.weight(m) == 0.0
+    assert gate.weight(m + 1e-12) == 0.0  # on the margin within the tolerance: closed
+    assert gate.weight(m + 1.0) == round(1.0 - math.exp(-1.0), 6)
+    assert gate.weight(m + 3.0) == round(1.0 - math.exp(-3.0), 6)
+    assert gate.updated_score(2.0, 1.0, 0.9) == 2.8
+    assert gate.updated_score(2.0, -3.0, 1.0) == -1.0
+    assert predictive.mix_loglik([(1.0, math.log(0.2)), (3.0, math.log(0.6))]) == pytest.approx(
+        math.log(0.25 * 0.2 + 0.75 * 0.6)
+    )
+
+
+def test_the_played_prior_is_w_q_plus_one_minus_w_p0() -> None:
+    plan = (
+        AdversaryModel("a", "static", prior=3.0),
+        AdversaryModel("learned-b", "static", prior=1.0),
+    )
+    default = (AdversaryModel("a", "static", prior=0.5),)
+    a, b = gate.mixed_models(plan, default, 0.25)
+    assert (a.name, b.name) == ("a", "learned-b")
+    assert a.prior == pytest.approx(0.25 * 0.75 + 0.75 * 1.0)
+    assert b.prior == pytest.approx(0.25 * 0.25)  # the default gives it nothing
+
+
+def test_the_factors_are_each_units_likelihood_over_the_default_mixtures() -> None:
+    played = play(CLASSIC, 0, "reference", None, "g")
+    models = MODES[DEFAULT_MODE]
+    found = gate.game_evidence(CLASSIC, played.events, None, None)
+    assert found.llr == 0.0  # no plan: nothing to compare
+    got = predictive.move_logliks(CLASSIC, models, played.events)
+    base = predictive.mix_loglik([(m.prior, got[m.name]) for m in models])
+    units = predictive.unit_logliks(models, got)
+    assert found.factors["level0"] == pytest.approx(units["level0"] - base, abs=1e-5)
+    assert found.factors["level0"] > 0.0 > found.factors["early"]
+    assert min(found.factors.values()) >= -10.0  # clipped at FACTOR_MIN
+
+
+# ---------------------------------------------------------------- the gate in a season
+def test_against_an_opponent_no_style_describes_the_gate_never_opens() -> None:
+    # an opponent who switches style every game (reference, then random): what the
+    # memory learned from one game is wrong about the next, so its plans predict the
+    # moves worse than the default prior (llr < 0 on most games), S stays below the
+    # margin, every plan is None and memory on plays exactly memory off, game for game
+    cfg = default_config()
+    on, off, ungated = (Arm(name, "switcher", cfg) for name in ("on", "off", "no-gate"))
+    llrs, scores = [], []
+    for g in range(16):
+        opponent = ("reference", "random")[g % 2]
+        plans = {arm.name: arm.plan() for arm in (on, off, ungated)}
+        assert plans["on"] is None and plans["off"] is None
+        if g:  # the memory itself has learned something: only the gate holds it back
+            assert full_plan(on.memory) is not None and plans["no-gate"] is not None
+        games = {name: play(CLASSIC, 40 + g, opponent, p, f"s{g}") for name, p in plans.items()}
+        assert games["on"].summary == games["off"].summary
+        assert games["on"].events == games["off"].events
+        for arm in (on, off, ungated):
+            arm.learn(games[arm.name])
+        found = on.memory.style()
+        assert found is not None
+        llrs.append(found.gate_last)
+        scores.append(found.gate)
+    assert all(s <= gate.MARGIN for s in scores)
+    assert sum(x < 0.0 for x in llrs[1:]) >= 10 and sum(llrs) < -5.0
+
+
+def test_against_decoy_heavy_the_gate_opens_within_a_few_games() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        season = run_season("decoy-heavy", 6, seed=0, arms=("on", "off"))
+    opened = next(g for g, s in enumerate(season.gates) if s > gate.MARGIN)
+    assert opened <= 4
+    assert season.planned[0] is False and all(season.planned[opened + 1 :])
+    plan = memory_plan(season.memory)
+    assert plan is not None
+    assert season.memory is not None and memory_line(season.memory) is not None
+    assert "held back" not in (memory_line(season.memory) or "")
+
+
+def test_the_memory_line_says_when_the_gate_holds_memory_back() -> None:
+    season = run_season("decoy-heavy", 1, seed=0, arms=("on",))
+    assert season.memory is not None and memory_plan(season.memory) is None
+    line = memory_line(season.memory)
+    assert line is not None and "memory held back (gate 0.0 <= 3 nats)" in line
+
+
+# ---------------------------------------------------------------- stored items
+def test_a_style_stored_before_the_gate_still_loads() -> None:
+    memory = EchoMemory(agent="planner", opponent="x").model_copy(
+        update={
+            "items": (
+                Style(
+                    id="style",
+                    subject="style",
+                    text="fits",
+                    created=1.0,
+                    last_access=1.0,
+                    life=50.0,
+                    scores={"level0": 1.5},
+                    games=3,
+                ),
+            )
+        }
+    )
+    data = json.loads(memory.model_dump_json())
+    for item in data["items"]:
+        del item["gate"], item["gate_last"]  # the shape stored before the gate
+    old = EchoMemory.model_validate(data)
+    found = old.style()
+    assert found is not None and (found.gate, found.gate_last, found.games) == (0.0, 0.0, 3)
+    # and through the store's codec
+    item = persist.encode_memory(old)
+    again = persist.decode_memory(item)
+    assert again == old and memory_plan(again) is None  # S = 0: held back
