@@ -233,10 +233,10 @@ def test_a_quarantined_item_can_be_restored(app: Any) -> None:
     assert held["id"] not in [q["id"] for q in body["quarantine"]]
 
 
-def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_to_the_planner(
+def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_behind_the_gate(
     app: Any,
 ) -> None:
-    from horcrux.echo.use import memory_plan
+    from horcrux.echo.use import full_plan, memory_plan
 
     resolver, store = app
     status, answer = correct(
@@ -247,7 +247,10 @@ def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_to_t
     assert memory is not None
     belief = memory.active_beliefs()["plant_blind"]
     assert belief.source == "correction" and belief.corrected_rate == 0.8
-    plan = memory_plan(memory)
+    # a claim about the opponent passes the gate like the games' evidence: held back
+    # (exactly memory off) until the memory's plans out-predict the default on his moves
+    assert memory_plan(memory) is None
+    plan = full_plan(memory)
     assert plan is not None
     greedy = {m.name: m for m in plan.models}["learned-greedy"]
     assert greedy.placement == "greedy" and greedy.prior > 0

@@ -146,7 +146,7 @@ def test_the_holdout_is_closed_without_the_key() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "words"),
-    [("family", "needs a seed"), ("family:x", "whole number"), ("family:-3", ">= 0")],
+    [("family:x", "whole number"), ("family:-3", ">= 0")],
 )
 def test_a_bad_spec_names_what_is_wrong(spec: str, words: str) -> None:
     with pytest.raises(UnknownBrain, match=words):
@@ -378,3 +378,8 @@ def test_observation_signs_count_attacks_as_negative() -> None:
         )
     )
     assert observer.occupancy()[loc] == pytest.approx((1 + 0.2) / 3)
+
+
+def test_a_bare_family_seat_plays_draw_zero() -> None:
+    brain = VOLDEMORT_BRAINS.create("family", CLASSIC)
+    assert brain.name == "family:0"

@@ -367,10 +367,15 @@ class FamilyVoldemort:
         return self.inner.decide(view, rng)
 
 
+DEFAULT_SEED = 0
+"""The draw a bare `family` seat plays (the dev split's first)."""
+
+
 def family_seed(param: str | None) -> int:
-    """The SEED of a `family:SEED` spec, checked (`UnknownBrain` naming what is wrong)."""
+    """The SEED of a `family:SEED` spec, checked (`UnknownBrain` naming what is wrong);
+    a bare `family` is draw 0 (`DEFAULT_SEED`), as the brain list offers it."""
     if param is None:
-        raise UnknownBrain("family needs a seed: family:SEED, SEED a whole number >= 0")
+        return DEFAULT_SEED
     try:
         seed = int(param)
     except ValueError:
@@ -381,7 +386,8 @@ def family_seed(param: str | None) -> int:
 
 
 @VOLDEMORT_BRAINS.register(
-    "family", description="the generated Voldemort of a seed (family:SEED, docs/FAMILY.md)"
+    "family",
+    description="the generated Voldemort of a seed (family:SEED, default 0; docs/FAMILY.md)",
 )
 def _family(options: BrainOptions) -> FamilyVoldemort:
     return FamilyVoldemort(options.rules, family_seed(options.param))
