@@ -23,7 +23,7 @@ help:
 	@echo "make soak       10,000 requests at concurrency 16 against horcrux serve (REQUESTS=, CONCURRENCY=)"
 	@echo "make eval       every architecture vs each Voldemort on 2000 paired seeds: docs/EVALUATION.md + docs/img"
 	@echo "make eval-family      the generated family on the holdout: planner over 50 draws x 300 games, 30 seasons x 200 games + the named"
-	@echo "make eval-family-dev  the same on the dev split, smaller (20 draws x 100 games, 10 seasons x 100 games)"
+	@echo "make eval-family-dev  the dev split into docs/family-dev: planner, planner:aware, planner:mixture over 80 draws x 100 games; 30 seasons x 100 games + the named"
 	@echo "make simulate   HARRY=planner GAMES=2000 ... run a batch of games"
 	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
 	@echo "make model      build the local model server once (llama.cpp + SmolLM2-135M, cached); make model-serve runs it"
@@ -120,11 +120,12 @@ eval-family: venv
 	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split holdout --games 200 --named --out docs || exit 1; \
 	echo "season --family: $$(( $$(date +%s) - start )) s wall"
 
-# the same on the dev split, smaller (for development; never the holdout)
+# the dev split (for development; never the holdout), into docs/family-dev: the planner's
+# modes over 80 draws x 100 games (the ablation of its pieces), 30 seasons x 100 games + the named
 eval-family-dev: venv
-	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 20 --split dev --games 100 --harry planner --out docs --no-progress || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 80 --split dev --games 100 --harry planner,planner:aware,planner:mixture --out docs/family-dev --no-progress || exit 1; \
 	echo "evaluate --family: $$(( $$(date +%s) - start )) s wall"
-	@start=$$(date +%s); $(BIN)/horcrux season --family 10 --split dev --games 100 --out docs || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split dev --games 100 --named --out docs/family-dev || exit 1; \
 	echo "season --family: $$(( $$(date +%s) - start )) s wall"
 
 eval-llm: venv model

@@ -32,6 +32,7 @@ from horcrux.echo import (
     reinforce,
     retention,
 )
+from horcrux.echo import gate as echo_gate
 from horcrux.echo.config import CONFIG_PATH, EchoConfigError
 from horcrux.echo.model import Pattern, Skill, Style
 from horcrux.echo.recall import cosine, hash_vector
@@ -458,7 +459,13 @@ def test_the_service_applies_memory_on_an_ai_harrys_first_turn() -> None:
     # summaries carry no moves: the memory gate (`echo.gate`) is scored here as if the
     # season's plans had out-predicted the default prior, so the plan reaches the planner
     scored = Style(
-        id="style", subject="style", text="", created=0.0, last_access=0.0, life=50.0, gate=10.0
+        id="style",
+        subject="style",
+        text="",
+        created=0.0,
+        last_access=0.0,
+        life=50.0,
+        gate=echo_gate.MARGIN + 10.0,
     )
     learned = learned.model_copy(update={"items": (*learned.items, scored), "version": 1})
     store.put_scope_item(persist.encode_memory(learned), 0)

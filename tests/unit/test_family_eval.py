@@ -172,3 +172,50 @@ def test_the_committed_sections_are_the_generators() -> None:
     section = committed("ECHO.md", fs.BEGIN, fs.END)
     assert fs.render_section(seasons, [fs.IMAGE_NAME]) == section
     assert seasons["over_draws"] == fs.over_draws(seasons["seasons"])
+    # the dev split's record (`make eval-family-dev`), in docs/family-dev
+    dev = json.loads((ROOT / "docs" / "family-dev" / family_report.JSON_NAME).read_text())
+    section = committed("family-dev/EVALUATION.md", family_report.BEGIN, family_report.END)
+    assert family_report.render_section(dev, [family_report.IMAGE_NAME]) == section
+    assert dev["split"] == "dev" and dev["harrys"] == [
+        "planner",
+        "planner:aware",
+        "planner:mixture",
+    ]
+    dev_seasons = json.loads((ROOT / "docs" / "family-dev" / fs.JSON_NAME).read_text())
+    section = committed("family-dev/ECHO.md", fs.BEGIN, fs.END)
+    assert fs.render_section(dev_seasons, [fs.IMAGE_NAME]) == section
+    assert dev_seasons["split"] == "dev"
+
+
+def test_the_seasons_section_shows_what_memory_read_of_each_draw() -> None:
+    """Item 5's table: the `on` arm's rate beliefs at the season's end beside the draw's
+    parameters, the gate's last score and the second half's games played with memory;
+    and the first half's on minus off beside the second's."""
+    one = {
+        **season(7, 4.0, 2.0, False),
+        "opponent": "family:7",
+        "describe": "trigger=positive+3 observer=tally:5",
+        "second_half": {"on": 0.5, "off": 0.46, "counter": 0.5},
+        "learned": {"relocates": 0.97, "immediate": 0.05, "plant_top": None, "plant_blind": 0.5},
+        "gates": [0.0, 12.25],
+        "planned": "0011",
+        "on_off_first_half": {"diff": -2.0, "se": 1.0},
+    }
+    data = {
+        "games": 4,
+        "draws": [7],
+        "named": [],
+        "split": "dev",
+        "arms": ["on", "off", "counter"],
+        "rules": "classic",
+        "workers": 1,
+        "seconds": 1.0,
+        "seasons": [one],
+    }
+    data["over_draws"] = fs.over_draws(data["seasons"])
+    assert data["over_draws"]["on_off_first_half"] == {"n": 1, "mean": -2.0, "se": 0.0}
+    text = fs.render_section(data)
+    assert "| on minus off, games 1-2 (points) | **-2.0** ± 0.0 | |" in text
+    row = "| `family:7` | 0.97 | 0.05 | - | 0.50 | 12.2 | 2 | trigger=positive+3 observer=tally:5 |"
+    assert row in text
+    assert f"memory plays once S > {fs.gate.MARGIN:g} nats" in text

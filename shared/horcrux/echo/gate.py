@@ -15,9 +15,10 @@ the `Style` item (`gate`; `gate_last` the last game's llr). The planner then pla
 
     prior = w Q + (1 - w) P0,   w = 0 if S <= MARGIN, else 1 - exp(-(S - MARGIN)),
 
-so while memory has not out-predicted the default by MARGIN nats the game is exactly a
-memory-off game (`memory_plan` returns None), and past it memory takes over smoothly (w
-= 0.63 one nat above MARGIN, 0.95 three nats above). The exponential is the posterior
+so while memory has not out-predicted the default by MARGIN nats (10: about a nat a
+game, sustained) the game is exactly a memory-off game (`memory_plan` returns None), and
+past it memory takes over smoothly (w = 0.63 one nat above MARGIN, 0.95 three nats
+above). The exponential is the posterior
 weight a log Bayes factor of S - MARGIN gives the plan over an even start, kept
 continuous at MARGIN (no jump from memory off to fully on). The operator's parameter
 preferences (`PARAM_SUBJECTS`) are settings of the planner, not claims about the
@@ -40,9 +41,14 @@ if TYPE_CHECKING:
     from horcrux.rules import RuleSet
     from horcrux.store.port import AnyEvent
 
-MARGIN = 3.0
+MARGIN = 10.0
 """Nats by which memory's plan must have out-predicted the default prior (discounted)
-before it reaches the planner: a Bayes factor of about 20 (strong evidence)."""
+before it reaches the planner. At DISCOUNT 0.9 a steady per-game ratio l settles at
+S = 10 l, so memory plays only while its plan out-predicts the default by more than
+about 1 nat a game (over a game's ~50 moves of Voldemort's). Measured on the family's
+dev split: the opponents memory helps give 2-10 nats a game (shadow about 3,
+decoy-heavy about 10), while plans that hurt play gave about 0.4 a game, which a
+margin of 3 let through within 20 games (docs/ECHO.md, "The memory gate")."""
 ABSENT_PRIOR = 1e-9
 """The prior of a model the game's planner did not hold, in the replay that reads the
 game's maps (it then weighs nothing in them)."""

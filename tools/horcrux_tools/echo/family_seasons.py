@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from horcrux.belief import ties
+from horcrux.echo import gate
 from horcrux_tools.echo.ablation import paired
 from horcrux_tools.echo.season import BASE_ARMS, run_season
 from horcrux_tools.evaluation import family
@@ -67,10 +68,15 @@ def _season(job: Job) -> dict[str, Any]:
         "games": games,
         "second_half": {a: sum(w[half:]) / max(1, len(w[half:])) for a, w in wins.items()},
         "wins": {a: "".join(map(str, w)) for a, w in wins.items()},
+        "gates": [round(g, 2) for g in season.gates],
+        "planned": "".join("1" if p else "0" for p in season.planned),
+        "learned": season.rates[-1] if season.rates else {},
     }
     for key, arm in DIFFS:
         diff, se = paired(wins["on"][half:], wins[arm][half:])
         out[key] = {"diff": diff, "se": se, "below": ties.below(diff, -family.LOWER_SE * se)}
+    diff, se = paired(wins["on"][:half], wins["off"][:half])
+    out["on_off_first_half"] = {"diff": diff, "se": se}
     return out
 
 
@@ -92,6 +98,9 @@ def over_draws(seasons: Sequence[dict[str, Any]]) -> dict[str, Any]:
             **across([s[key]["diff"] for s in draws]),
             "below": sum(1 for s in draws if s[key]["below"]),
         }
+    firsts = [s["on_off_first_half"]["diff"] for s in draws if "on_off_first_half" in s]
+    if firsts:
+        out["on_off_first_half"] = across(firsts)
     return out
 
 
@@ -179,6 +188,11 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         f"of {od['on_off']['n']} |",
         f"| on minus counter (points) | {_mean(od['on_counter'])} | "
         f"{od['on_counter']['below']} of {od['on_counter']['n']} |",
+        *(
+            [f"| on minus off, games 1-{half} (points) | {_mean(od['on_off_first_half'])} | |"]
+            if "on_off_first_half" in od
+            else []
+        ),
         "",
         f"Per opponent, games {half + 1}-{n}: win rates and the paired differences in "
         "points ± SE (sd of the per-seed differences / sqrt(n)); *(below)*: on is lower by "
@@ -204,6 +218,7 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         lines += ["", "The draws where memory does worst (on minus off):", ""]
         for s in worst:
             lines.append(f"- `{s['opponent']}` {_cell(s['on_off'])}: {s['describe']}")
+    lines += _learned_table(drawn, n)
     for name in images:
         lines += ["", f"![{name}](img/{name})"]
     lines += [
@@ -214,6 +229,40 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _learned_table(drawn: Sequence[dict[str, Any]], n: int) -> list[str]:
+    """What the `on` arm's memory holds of each draw at the season's end (its rate
+    beliefs: the draw's parameters as memory reads them) beside the draw's parameters,
+    with the memory gate's score and the games of the second half it played."""
+    rows = [s for s in drawn if "learned" in s]
+    if not rows:
+        return []
+    half = n // 2
+    lines = [
+        "",
+        f"What memory read of each draw after {n} games (the `on` arm's rate beliefs: "
+        "P(relocates in a game), P(a relocation comes at once after a positive there), "
+        "P(a decoy goes to the top-evidence location), P(a decoy is planted blind); - "
+        "none yet), the memory gate's score S (memory plays once S > "
+        f"{gate.MARGIN:g} nats) and the games of {half + 1}-{n} it played:",
+        "",
+        "| opponent | relocates | at once | decoy at top | blind | gate S | played | draw |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in sorted(rows, key=lambda s: s["draw"]):
+        r = s["learned"]
+        played = s.get("planned", "")[half:].count("1")
+        lines.append(
+            f"| `{s['opponent']}` | {_rate(r.get('relocates'))} | {_rate(r.get('immediate'))} "
+            f"| {_rate(r.get('plant_top'))} | {_rate(r.get('plant_blind'))} | "
+            f"{s['gates'][-1] if s.get('gates') else 0:.1f} | {played} | {s['describe']} |"
+        )
+    return lines
 
 
 def splice(text: str, section: str) -> str:

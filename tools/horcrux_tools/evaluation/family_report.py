@@ -57,10 +57,11 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         "Each Harry against Voldemorts drawn from the generated family (`family:SEED`, "
         "`horcrux.agents.family`), one draw a seed. Run: `horcrux evaluate --family N "
         "[--split dev|holdout] [--games 300] [--harry planner,...] [--workers W] [--out docs]` "
-        "(`make eval-family`: the holdout at 50 draws x 300 games; `make eval-family-dev`: 20 "
-        "dev draws x 100 games). The split: `dev` is draws 0..N-1, the draws to develop "
-        "against; `holdout` is draws 100000 onwards, which `horcrux.agents.family` refuses to "
-        "draw until `--split holdout` opens them (the only code path that does), so that "
+        "(`make eval-family`: the holdout at 50 draws x 300 games; `make eval-family-dev`: 80 "
+        "dev draws x 100 games and three Harrys into docs/family-dev). The split: `dev` is "
+        "draws 0..N-1, the draws to develop against; `holdout` is draws 100000 onwards, "
+        "which `horcrux.agents.family` refuses to draw until `--split holdout` opens them "
+        "(the only code path that does), so that "
         "nothing is tuned on them. A draw's observer is `copy` when it runs a copy of Harry's "
         "brain; those draws are summarised apart.",
         "",
