@@ -273,7 +273,7 @@ def summarise_game(
                         attacked_turn=None,
                     )
                 )
-    from horcrux.echo.core import decoy_placements  # ECHO's `plant_*`: one definition
+    from horcrux.echo.extract import decoy_placements  # ECHO's `plant_*`: one definition
 
     placed = decoy_placements(events)
     if len(placed) == len(decoys):

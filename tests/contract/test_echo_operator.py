@@ -13,7 +13,7 @@ from test_echo import season_of, summary
 
 from horcrux.api.app import build_app
 from horcrux.echo import consolidate, persist
-from horcrux.echo.core import add_correction
+from horcrux.echo.corrections import add_correction
 from horcrux.echo.ops import ENV_READONLY, ENV_TOKEN
 from horcrux.service import GameService
 from horcrux.settings import OperatorSettings

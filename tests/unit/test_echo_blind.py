@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from horcrux.belief.bayes import AdversaryModel, BayesBelief
-from horcrux.echo.core import decoy_placements, extract
+from horcrux.echo.extract import decoy_placements, extract
 from horcrux.echo.use import MemoryPlan, joined_models, learned_rates, memory_plan, rate_models
 from horcrux.models import HarryMoved, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC

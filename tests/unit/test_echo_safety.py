@@ -18,13 +18,13 @@ from horcrux import compaction
 from horcrux.compaction_records import CountingMetrics, compaction_record_handler
 from horcrux.echo import Belief, Correction, EchoMemory, Experience, consolidate, persist
 from horcrux.echo.config import EchoConfigError, config_path, default_config, load_config
-from horcrux.echo.core import (
+from horcrux.echo.corrections import (
     MemoryFull,
     add_correction,
     confirm_correction,
-    extract,
     retire_correction,
 )
+from horcrux.echo.extract import extract
 from horcrux.rules import CLASSIC
 from horcrux.store import MemoryStore
 from horcrux_tools.selfplay import play_to_end, start_game

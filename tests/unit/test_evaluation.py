@@ -280,7 +280,7 @@ def test_memory_window_curve_ends_at_the_windows_own_filter_with_full_memory() -
 
 
 def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
-    from horcrux_tools.evaluation.family_report import drop_section
+    from horcrux_tools.evaluation.family_report import SECTION
     from horcrux_tools.evaluation.llm_report import render_section
 
     # the committed report: its JSON (keys sorted) renders the committed markdown again
@@ -288,7 +288,7 @@ def test_report_read_back_from_its_json_renders_in_architecture_order() -> None:
     data = json.loads((root / "evaluation.json").read_text())
     llm_path = root / "llm-evaluation.json"
     llm = json.loads(llm_path.read_text()) if llm_path.exists() else None
-    md = drop_section((root / "EVALUATION.md").read_text())  # the family's: its own test
+    md = SECTION.drop((root / "EVALUATION.md").read_text())  # the family's: its own test
     images = [line[2:].split("]")[0] for line in md.splitlines() if line.startswith("![")]
     grid = [i for i in images if not i.startswith("llm-")]
     mine = [i for i in images if i.startswith("llm-")]

@@ -313,10 +313,10 @@ def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
     section = None if llm is None else llm_report.render_section(llm, llm_images)
     text = report.render_markdown(data, images, llm_section=section)
     page = out / "EVALUATION.md"
-    if page.exists():  # the family evaluation's section stays (family_report.keep_section)
-        from horcrux_tools.evaluation.family_report import keep_section
+    if page.exists():  # the family evaluation's section stays (family_report.SECTION.keep)
+        from horcrux_tools.evaluation.family_report import SECTION
 
-        text = keep_section(page.read_text(), text)
+        text = SECTION.keep(page.read_text(), text)
     page.write_text(text)
 
 

@@ -26,7 +26,7 @@ class CounterBaseline:
     )
 
     def add(self, summary: GameSummary, events: Sequence[AnyEvent] | None = None) -> None:
-        from horcrux.echo.core import decoy_placements
+        from horcrux.echo.extract import decoy_placements
 
         c = self.counts
         c["relocates"][0] += bool(summary.relocations)

@@ -1,5 +1,6 @@
-"""ECHO's lifecycle, pure: extraction, consolidation (like sleep), decay, supersession,
-the cap and the leaky bucket, corrections, and the start-up check and rebuild.
+"""ECHO's lifecycle, pure: consolidation (like sleep), decay, supersession, the cap and
+the leaky bucket, and the start-up check and rebuild (extraction: `echo.extract`; the
+operator's corrections: `echo.corrections`).
 
 Nothing here reads a clock or a random source: the clock is the scope's (a game ordinal
 by default; hours when the config says so and the caller passes them)."""
@@ -9,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.decay import evidence_discount, reinforce, retention
+from horcrux.echo.extract import extract
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     MEMORY_SCHEMA,
@@ -29,12 +30,9 @@ from horcrux.echo.model import (
     item_id,
     protected,
 )
-from horcrux.engine import apply, new_game
-from horcrux.errors import HorcruxError
-from horcrux.models import GameStarted, PlantDecoy, VoldemortMoved
+from horcrux.models import GameStarted
 from horcrux.store.port import AnyEvent
 from horcrux.store.results import GameSummary, RecentResults
-from horcrux.views import voldemort_view
 
 SEEN_MAX = 20
 HISTORY_MAX = 12
@@ -46,115 +44,6 @@ PRIOR_FLOOR = 0.05
 CONTRADICTION = 0.5
 """An experience (or an older record's pattern) whose rate is further than this from a
 belief's mean contradicts it."""
-
-
-# ---------------------------------------------------------------- extraction
-class Planted(NamedTuple):
-    """One decoy as the filter's planting rules read it."""
-
-    location: str
-    rule_top: bool
-    """At the free location with the highest public evidence, that evidence above 0:
-    where the planting rule (`placement = "evidence"`) expects it (`plant_top`)."""
-    blind: bool
-    """At the free location with the highest public evidence while that evidence was not
-    above 0: planted whenever he can, before any positive there (`placement = "greedy"`,
-    `plant_blind`)."""
-
-
-def decoy_placements(events: Sequence[AnyEvent]) -> list[Planted]:
-    """Per decoy planted, in order: where it went against the filter's planting rules."""
-    from horcrux.agents.voldemort import public_evidence
-
-    if not events or not isinstance(events[0], GameStarted):
-        return []
-    state, _ = new_game(events[0].rules, events[0].seed)
-    out: list[Planted] = []
-    for event in events[1:]:
-        if isinstance(event, GameStarted):
-            return out
-        if isinstance(event, VoldemortMoved) and isinstance(event.action, PlantDecoy):
-            view = voldemort_view(state)
-            evidence = public_evidence(state.rules, view.history)
-            free = view.free_locations()
-            best = max(free, key=lambda loc: evidence[loc]) if free else None
-            at = event.action.location
-            top = best == at
-            out.append(Planted(at, top and evidence[at] > 0, top and evidence[at] <= 0))
-        state, _ = apply(state, event.action)
-    return out
-
-
-def extract(
-    summary: GameSummary,
-    clock: float,
-    config: EchoConfig | None = None,
-    events: Sequence[AnyEvent] | None = None,
-) -> list[Experience]:
-    """The experiences of one finished game, deterministically from its summary (and,
-    when given, its events: whether each decoy followed the filter's planting rule; else
-    the summary's `at_harry_top`)."""
-    cfg = config or default_config()
-    out: list[Experience] = []
-
-    def add(subject: Subject, success: bool, text: str) -> None:
-        out.append(
-            Experience(
-                id=item_id(summary.game_id, len(out), subject),
-                subject=subject,
-                text=text[:300],
-                created=clock,
-                last_access=clock,
-                life=cfg.half_life,
-                success=success,
-                game_id=summary.game_id,
-            )
-        )
-
-    opp = summary.voldemort
-    n = len(summary.relocations)
-    add(
-        "relocates",
-        n > 0,
-        f"{opp} relocated {n} horcrux times this game" if n else f"{opp} never relocated a horcrux",
-    )
-    for r in summary.relocations:
-        if r.turns_since_positive is None:
-            add("immediate", False, f"relocated from {r.from_location} without a positive of mine")
-        elif r.turns_since_positive == 0:
-            add("immediate", True, f"relocated at once after my positive at {r.from_location}")
-        else:
-            add(
-                "immediate",
-                False,
-                f"relocated {r.turns_since_positive} turns after my positive at {r.from_location}",
-            )
-    placed = decoy_placements(events) if events else []
-    for i, d in enumerate(summary.decoys):
-        # one definition of `plant_top` and one of `plant_blind`: the filter's planting
-        # rules, from the record (set by compaction) or the events; never Harry's belief
-        # top (another rate)
-        known = placed[i] if i < len(placed) else None
-        hit = d.at_rule_top if d.at_rule_top is not None else (known.rule_top if known else None)
-        blind = d.at_blind_top if d.at_blind_top is not None else (known.blind if known else None)
-        if hit is not None:
-            where = "at" if hit else "away from"
-            add("plant_top", hit, f"decoy {where} my top evidence location {d.location}")
-        if blind is not None:
-            if blind:
-                text = f"decoy at {d.location} before any positive of mine there"
-            else:
-                text = f"decoy at {d.location} not planted blind"
-            add("plant_blind", blind, text)
-        if d.attacked_turn is not None:
-            add("decoy_hit", True, f"attack wasted on a decoy at {d.location}")
-        else:
-            add("decoy_hit", False, f"decoy at {d.location} spotted, never attacked")
-    if summary.winner == "harry":
-        add("win", True, f"won against {opp} in {summary.turns} turns")
-    else:
-        add("win", False, f"lost against {opp}: {summary.end_reason or 'time'}")
-    return out
 
 
 # ---------------------------------------------------------------- consolidation
@@ -613,157 +502,6 @@ def consolidate(
         evicted=dict(lost),
         conflicts=conflicts,
     )
-
-
-# ---------------------------------------------------------------- corrections
-def add_correction(
-    memory: EchoMemory,
-    *,
-    wrong: str,
-    right: str,
-    text: str = "",
-    subject: Subject = "note",
-    rate: float | None = None,
-    kind: str = "correction",
-    clock: float | None = None,
-    config: EchoConfig | None = None,
-) -> EchoMemory:
-    """Record an operator's correction or preference (protected). With an adversary
-    `subject` and a `rate`, a frozen belief from the correction supersedes the active one
-    (the old keeps its record, `valid_to` and `superseded_by`)."""
-    cfg = config or default_config()
-    now = memory.clock if clock is None else clock
-    live = [it for it in memory.items if isinstance(it, Correction) and it.valid_to is None]
-    if len(live) >= cfg.budget("correction"):
-        raise MemoryFull(f"the scope holds {len(live)} corrections, its budget: retire one first")
-    body = f"{wrong} -> {right}" + (f": {text}" if text else "")
-    correction = Correction(
-        id=item_id("correction", memory.version, wrong, right, text),
-        subject=subject,
-        text=body[:300],
-        created=now,
-        last_access=now,
-        life=cfg.half_life,
-        kind="preference" if kind == "preference" else "correction",
-        wrong=wrong[:200],
-        right=right[:200],
-        rate=rate,
-        valid_from=now,
-    )
-    items: list[AnyItem] = [*memory.items, correction]
-    if rate is not None and subject in ADVERSARY_SUBJECTS:
-        new = Belief(
-            id=item_id("belief", subject, now, correction.id),
-            subject=subject,
-            text=describe(subject, rate) + " (operator)",
-            created=now,
-            last_access=now,
-            life=cfg.half_life,
-            alpha=max(PRIOR_FLOOR, cfg.correction_weight * rate),
-            beta=max(PRIOR_FLOOR, cfg.correction_weight * (1 - rate)),
-            valid_from=now,
-            frozen=True,
-            source="correction",
-            corrected_rate=rate,
-        )
-        for i, it in enumerate(items):
-            if isinstance(it, Belief) and it.active and it.subject == subject:
-                items[i] = it.model_copy(update={"valid_to": now, "superseded_by": new.id})
-            if isinstance(it, Skill) and it.active and it.subject == subject:
-                items[i] = it.model_copy(update={"valid_to": now})
-        items.append(new)
-    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
-
-
-class MemoryFull(HorcruxError):
-    """A kind's budget is full (a scope's corrections): nothing is evicted for it."""
-
-    code = "memory_full"
-
-
-class UnknownItem(HorcruxError):
-    code = "unknown_item"
-
-
-def _correction_belief(memory: EchoMemory, correction_id: str) -> int | None:
-    """The index of the belief a correction asserted (None: it asserted no rate)."""
-    for i, it in enumerate(memory.items):
-        if (
-            isinstance(it, Belief)
-            and it.source == "correction"
-            and it.id == item_id("belief", it.subject, it.valid_from, correction_id)
-        ):
-            return i
-    return None
-
-
-def _find_correction(memory: EchoMemory, item: str) -> tuple[int, Correction]:
-    """The live correction `item` names: its own id, or its belief's."""
-    for i, it in enumerate(memory.items):
-        if isinstance(it, Correction) and it.valid_to is None and it.id == item:
-            return i, it
-    for it in memory.items:
-        if isinstance(it, Belief) and it.source == "correction" and it.id == item:
-            for j, c in enumerate(memory.items):
-                if (
-                    isinstance(c, Correction)
-                    and c.valid_to is None
-                    and (item_id("belief", it.subject, it.valid_from, c.id) == it.id)
-                ):
-                    return j, c
-    raise UnknownItem(f"no live correction {item!r} in this scope")
-
-
-def confirm_correction(
-    memory: EchoMemory, item: str, *, config: EchoConfig | None = None
-) -> EchoMemory:
-    """The operator stands by a contradicted correction: its belief's posterior is reset to
-    the corrected rate, its evidence tally restarted, the conflict cleared."""
-    cfg = config or default_config()
-    i, correction = _find_correction(memory, item)
-    items = list(memory.items)
-    update: dict[str, object] = {"confirmed": correction.confirmed + 1}
-    if correction.subject == "threshold":  # its tally restarts: the operator's word again
-        update.update(
-            evidence={},
-            evidence_games=0,
-            confidence=1.0,
-            conflict=False,
-            text=correction.text.split("; contradicted")[0],
-        )
-    items[i] = correction.model_copy(update=update)
-    j = _correction_belief(memory, correction.id)
-    if j is not None:
-        belief = items[j]
-        assert isinstance(belief, Belief)
-        rate = belief.corrected_rate if belief.corrected_rate is not None else belief.mean
-        items[j] = belief.model_copy(
-            update={
-                "alpha": max(PRIOR_FLOOR, cfg.correction_weight * rate),
-                "beta": max(PRIOR_FLOOR, cfg.correction_weight * (1 - rate)),
-                "evidence_successes": 0,
-                "evidence_trials": 0,
-                "conflict": False,
-                "text": describe(belief.subject, rate) + " (operator)",
-            }
-        )
-    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
-
-
-def retire_correction(memory: EchoMemory, item: str) -> EchoMemory:
-    """The operator withdraws a correction: it and its belief end (kept as history, with
-    `valid_to`); the evidence forms a belief of its own again."""
-    i, correction = _find_correction(memory, item)
-    now = memory.clock
-    items = list(memory.items)
-    items[i] = correction.model_copy(update={"valid_to": now})
-    j = _correction_belief(memory, correction.id)
-    if j is not None:
-        belief = items[j]
-        assert isinstance(belief, Belief)
-        if belief.active:
-            items[j] = belief.model_copy(update={"valid_to": now})
-    return memory.model_copy(update={"items": tuple(items), "version": memory.version + 1})
 
 
 # ---------------------------------------------------------------- start-up check, rebuild

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from horcrux.echo.config import default_config
-from horcrux.echo.core import (
+from horcrux.echo.core import live_conflicts
+from horcrux.echo.corrections import (
     UnknownItem,
     add_correction,
     confirm_correction,
-    live_conflicts,
     retire_correction,
 )
 from horcrux.echo.decay import retention

@@ -21,10 +21,14 @@ off), and the next game starts from
 
 P0 the default prior. TEMPER < 1 because the models are approximations and games vary
 (one game's factors run to tens of nats); DISCOUNT < 1 so that a style switch is
-followed (an effective window of about ten games); FLOOR keeps every model alive, so the
-game's own evidence can still overrule memory. `threshold_posterior` is Q's marginal
-over the belief models' thresholds: against `shadow` (threshold 0.5 on the public map)
-it concentrates on 0.5.
+followed (an effective window of about ten games); FLOOR (0.7) keeps most of the default
+prior: memory shifts the prior and never replaces it (the restricted Nash response's
+bounded exploitation, in prior form), so the game's own evidence can still overrule it.
+Q is the posterior over the models Harry holds; when none describes the opponent it
+concentrates on the least bad, and a planner that played 0.9 Q + 0.1 P0 lost up to 26
+points against memory off (the family's hazard draws, docs/ECHO.md).
+`threshold_posterior` is Q's marginal over the belief models' thresholds: against
+`shadow` (threshold 0.5 on the public map) it concentrates on 0.5.
 
 """
 
@@ -43,7 +47,7 @@ if TYPE_CHECKING:
 
 DISCOUNT = 0.9
 TEMPER = 0.25
-FLOOR = 0.1
+FLOOR = 0.7
 LEVEL0 = "level0"
 CORRECTION_NATS = 5.0
 """An operator's threshold correction: this many nats of score for the belief models
