@@ -167,3 +167,34 @@ def test_a_style_stored_before_the_gate_still_loads() -> None:
     item = persist.encode_memory(old)
     again = persist.decode_memory(item)
     assert again == old and memory_plan(again) is None  # S = 0: held back
+
+
+# ---------------------------------------------------------------- the style's floor
+@pytest.mark.parametrize("unit", ["early", "belief@0.5", "level0"])
+def test_memory_shifts_the_default_prior_and_never_replaces_it(unit: str) -> None:
+    # a style sure of one unit (score 50 nats), the gate wide open: the planner's prior is
+    # (1 - FLOOR) Q + FLOOR P0, so that unit takes at most 1 - FLOOR + FLOOR * P0_u and
+    # every other unit keeps FLOOR of its default share (docs/ECHO.md, "The floor")
+    from horcrux.echo import style
+
+    sure = Style(
+        id="style",
+        subject="style",
+        text="fits",
+        created=1.0,
+        last_access=1.0,
+        life=50.0,
+        scores={unit: 50.0},
+        games=20,
+        gate=gate.MARGIN + 30.0,
+    )
+    memory = EchoMemory(agent="planner", opponent="x").model_copy(update={"items": (sure,)})
+    plan = memory_plan(memory)
+    assert plan is not None
+    p0 = style.units(MODES[DEFAULT_MODE])
+    played = style.units(plan.models)
+    assert style.FLOOR == 0.7
+    assert played[unit] == pytest.approx(1 - style.FLOOR + style.FLOOR * p0[unit], abs=1e-6)
+    for other, share in p0.items():
+        if other != unit:
+            assert played[other] == pytest.approx(style.FLOOR * share, abs=1e-6)
