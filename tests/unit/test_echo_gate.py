@@ -140,23 +140,24 @@ def test_the_memory_line_says_when_the_gate_holds_memory_back() -> None:
 
 
 # ---------------------------------------------------------------- stored items
-def test_a_style_stored_before_the_gate_still_loads() -> None:
-    memory = EchoMemory(agent="planner", opponent="x").model_copy(
-        update={
-            "items": (
-                Style(
-                    id="style",
-                    subject="style",
-                    text="fits",
-                    created=1.0,
-                    last_access=1.0,
-                    life=50.0,
-                    scores={"level0": 1.5},
-                    games=3,
-                ),
-            )
-        }
+def style_memory(scores: dict[str, float], games: int, gate_score: float = 0.0) -> EchoMemory:
+    """A scope whose only item is a style with these scores, games and gate score S."""
+    found = Style(
+        id="style",
+        subject="style",
+        text="fits",
+        created=1.0,
+        last_access=1.0,
+        life=50.0,
+        scores=scores,
+        games=games,
+        gate=gate_score,
     )
+    return EchoMemory(agent="planner", opponent="x").model_copy(update={"items": (found,)})
+
+
+def test_a_style_stored_before_the_gate_still_loads() -> None:
+    memory = style_memory({"level0": 1.5}, 3)
     data = json.loads(memory.model_dump_json())
     for item in data["items"]:
         del item["gate"], item["gate_last"]  # the shape stored before the gate
@@ -177,19 +178,7 @@ def test_memory_shifts_the_default_prior_and_never_replaces_it(unit: str) -> Non
     # every other unit keeps FLOOR of its default share (docs/ECHO.md, "The floor")
     from horcrux.echo import style
 
-    sure = Style(
-        id="style",
-        subject="style",
-        text="fits",
-        created=1.0,
-        last_access=1.0,
-        life=50.0,
-        scores={unit: 50.0},
-        games=20,
-        gate=gate.MARGIN + 30.0,
-    )
-    memory = EchoMemory(agent="planner", opponent="x").model_copy(update={"items": (sure,)})
-    plan = memory_plan(memory)
+    plan = memory_plan(style_memory({unit: 50.0}, 20, gate.MARGIN + 30.0))
     assert plan is not None
     p0 = style.units(MODES[DEFAULT_MODE])
     played = style.units(plan.models)
