@@ -1,5 +1,6 @@
 """The same game on every machine: the default planner against `reference`, `shadow` and
-`mirror` plays move for move the same games whichever BLAS kernel sums its matrix
+`mirror`, and the particle-belief Harry told his opponent (`told:D` against `family:D`, whose
+observers sum on BLAS), play move for move the same games whichever BLAS kernel sums its matrix
 products (OpenBLAS picks one per CPU, `OPENBLAS_CORETYPE` forces it), because every
 decision on a computed float goes through `horcrux.belief.ties`' tolerances.
 
@@ -23,6 +24,9 @@ import horcrux_tools
 KERNELS = ("Haswell", "Sandybridge", "Prescott")
 VOLDEMORTS = ("reference", "shadow", "mirror")
 SEEDS = 20
+TOLD = (("told:37:256", "family:37"), ("told:50:256", "family:50"))
+"""Particle-belief games: draws with a Bayes observer and with a copy of Harry's planner."""
+TOLD_SEEDS = 6
 
 PLAY = "from horcrux_tools.sim import play_game"
 """The project's simulation entry point, imported in this one place."""
@@ -35,15 +39,20 @@ from horcrux.rules import CLASSIC
 g = np.random.default_rng(0)
 a, b = g.random((16, 455)), g.random((455, 15))
 print("canary", hashlib.sha256((a @ b).tobytes()).hexdigest())
-seeds, voldemorts = int(sys.argv[1]), sys.argv[2:]
-for v in voldemorts:
+seeds, pairs = int(sys.argv[1]), sys.argv[2:]
+for pair in pairs:
+    harry, v = pair.split("@")
     for seed in range(seeds):
-        events = play_game(CLASSIC, seed, "planner", v, keep_events=True).events
-        print(v, seed, hashlib.sha256(repr(events).encode()).hexdigest())
+        events = play_game(CLASSIC, seed, harry, v, keep_events=True).events
+        print(pair, seed, hashlib.sha256(repr(events).encode()).hexdigest())
 """
 
 
-def _play(kernels: tuple[str, ...]) -> dict[str, list[str]]:
+def _play(
+    kernels: tuple[str, ...],
+    pairs: tuple[str, ...] = tuple(f"planner@{v}" for v in VOLDEMORTS),
+    seeds: int = SEEDS,
+) -> dict[str, list[str]]:
     """Each kernel's output lines: the canary's digest, then one line per game."""
     # the code under test: the runtime and the tools
     runtime = os.pathsep.join(
@@ -53,7 +62,7 @@ def _play(kernels: tuple[str, ...]) -> dict[str, list[str]]:
     for kernel in kernels:
         env = dict(os.environ, OPENBLAS_CORETYPE=kernel, OPENBLAS_NUM_THREADS="1")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (runtime, env.get("PYTHONPATH"))))
-        args = [sys.executable, "-c", SCRIPT, str(SEEDS), *VOLDEMORTS]
+        args = [sys.executable, "-c", SCRIPT, str(seeds), *pairs]
         procs[kernel] = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     out = {}
     for kernel, proc in procs.items():
@@ -77,6 +86,18 @@ def test_every_blas_kernel_plays_the_same_games() -> None:
     out = _play(KERNELS)
     first = out[KERNELS[0]]
     assert len(first) == 1 + SEEDS * len(VOLDEMORTS)
+    _same_games(out)
+
+
+@pytest.mark.slow
+def test_every_blas_kernel_plays_the_same_told_games() -> None:
+    out = _play(KERNELS, tuple(f"{h}@{v}" for h, v in TOLD), TOLD_SEEDS)
+    assert len(out[KERNELS[0]]) == 1 + TOLD_SEEDS * len(TOLD)
+    _same_games(out)
+
+
+def _same_games(out: dict[str, list[str]]) -> None:
+    first = out[KERNELS[0]]
     if _openblas_x86():  # the kernels really differ: their sums' last bits do
         assert len({lines[0] for lines in out.values()}) == len(KERNELS)
     for kernel in KERNELS[1:]:

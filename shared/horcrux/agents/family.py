@@ -200,7 +200,13 @@ def draw(seed: int) -> FamilyParams:
             f"family:{seed} is in the held-out report split (seeds >= {HOLDOUT_START:,}): "
             "only the report draws it"
         )
-    rng = random.Random(f"horcrux-family:{seed}")
+    return generate(random.Random(f"horcrux-family:{seed}"), seed)
+
+
+def generate(rng: random.Random, seed: int = -1) -> FamilyParams:
+    """A Voldemort drawn from the family's distribution with `rng` (`draw` is this with the
+    seed's own stream; a prior over the family samples it with another, `seed` -1 naming
+    no draw of the split)."""
     member: Member = _pick(rng, MEMBERS)
     trigger: Trigger = _pick(rng, TRIGGERS)
     delay = 0 if rng.randrange(100) < IMMEDIATE_PERCENT else rng.randint(1, MAX_DELAY)
@@ -243,27 +249,64 @@ def decoy_allowed(params: FamilyParams, rules: RuleSet, view: VoldemortView) -> 
     return True
 
 
-class GeneratedVoldemort:
-    """A generated member of the family, playing its `FamilyParams`."""
+class LookTimes:
+    """The turn Harry last looked at each location (0: never), folded in from his record
+    (the `far` destination). It reads Harry's record alone, so every hypothesis about the
+    truth may share one (`FamilyReaction.clone`)."""
 
-    def __init__(self, rules: RuleSet, params: FamilyParams) -> None:
+    def __init__(self, rules: RuleSet) -> None:
+        self.last: dict[str, int] = dict.fromkeys(rules.locations, 0)
+        self.turn = 0
+
+    def update(self, view: VoldemortView) -> dict[str, int]:
+        for record in view.history:
+            if record.turn > self.turn:
+                for obs in record.observations:
+                    self.last[obs.location] = record.turn
+                self.turn = record.turn
+        return self.last
+
+
+class FamilyReaction:
+    """What a generated Voldemort does on a turn once his observer has read Harry's record:
+    the trigger, the destination and the decoys (the module doc), given the observer's map
+    `m` and predicted attack.
+
+    Its one state that depends on the truth is the `positive` trigger's pending moves; the
+    public-evidence fold and the look times read Harry's record alone. So a reaction can be
+    run on many hypotheses about the truth at once, one clone each sharing those two
+    (Harry's particle belief, `horcrux.agents.particles`), with the family's own code."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        params: FamilyParams,
+        evidence: EvidenceFold | None = None,
+        looked: LookTimes | None = None,
+    ) -> None:
         self.rules = rules
         self.params = params
-        self.name = f"family:{params.seed}"
-        self.observer = make_observer(
-            rules, params.observer, window=params.window, motion=params.motion
-        )
-        self.evidence = EvidenceFold(rules)
+        self.evidence = evidence or EvidenceFold(rules)
+        self.looked = looked or LookTimes(rules)
         self.pending: dict[str, int] = {}  # positive trigger: location -> turn it moves
-        self.last_looked: dict[str, int] = dict.fromkeys(rules.locations, 0)
-        self.looked_turn = 0
 
-    def _looked(self, view: VoldemortView) -> None:
-        for record in view.history:
-            if record.turn > self.looked_turn:
-                for obs in record.observations:
-                    self.last_looked[obs.location] = record.turn
-                self.looked_turn = record.turn
+    def clone(self) -> FamilyReaction:
+        """The same reaction with its own copy of the pending moves (shared evidence and
+        look times)."""
+        twin = FamilyReaction(self.rules, self.params, self.evidence, self.looked)
+        twin.pending = dict(self.pending)
+        return twin
+
+    def move(
+        self, view: VoldemortView, m: dict[str, float], predicted: str | None, rng: random.Random
+    ) -> VoldemortMove:
+        """This turn's move: a relocation the trigger asks for, else a decoy, else a pass."""
+        if view.relocations_left > 0 and view.horcrux_locations:
+            source = self._source(view, m, predicted, rng)
+            if source is not None:
+                target = self._destination(view.free_locations(), m, rng, view)
+                return Relocate(from_location=source, to_location=target)
+        return self._decoy(view, m) or Pass()
 
     def _source(
         self, view: VoldemortView, m: dict[str, float], predicted: str | None, rng: random.Random
@@ -306,9 +349,9 @@ class GeneratedVoldemort:
             low = min(m[loc] for loc in free)
             return rng.choice([loc for loc in free if ties.at_most(m[loc], low)])
         if self.params.destination == "far":
-            self._looked(view)
-            oldest = min(self.last_looked[loc] for loc in free)
-            return rng.choice([loc for loc in free if self.last_looked[loc] == oldest])
+            last = self.looked.update(view)
+            oldest = min(last[loc] for loc in free)
+            return rng.choice([loc for loc in free if last[loc] == oldest])
         return rng.choice(free)
 
     def _decoy(self, view: VoldemortView, m: dict[str, float]) -> PlantDecoy | None:
@@ -327,17 +370,25 @@ class GeneratedVoldemort:
         prior = view.horcruxes_left / len(self.rules.locations)
         return PlantDecoy(location=best) if ties.above(m[best], prior) else None
 
+
+class GeneratedVoldemort:
+    """A generated member of the family, playing its `FamilyParams`: his observer reads
+    Harry's record, then his `FamilyReaction` moves."""
+
+    def __init__(self, rules: RuleSet, params: FamilyParams) -> None:
+        self.rules = rules
+        self.params = params
+        self.name = f"family:{params.seed}"
+        self.observer = make_observer(
+            rules, params.observer, window=params.window, motion=params.motion
+        )
+        self.reaction = FamilyReaction(rules, params)
+
     def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
-        free = view.free_locations()
-        if not free or (view.relocations_left <= 0 and view.decoys_left <= 0):
+        if not view.free_locations() or (view.relocations_left <= 0 and view.decoys_left <= 0):
             return Pass()  # nothing he can do now or later: the observer need not run
         m, predicted = self.observer.observe(view, rng)
-        if view.relocations_left > 0 and view.horcrux_locations:
-            source = self._source(view, m, predicted, rng)
-            if source is not None:
-                target = self._destination(free, m, rng, view)
-                return Relocate(from_location=source, to_location=target)
-        return self._decoy(view, m) or Pass()
+        return self.reaction.move(view, m, predicted, rng)
 
 
 class FamilyVoldemort:
@@ -397,11 +448,14 @@ __all__ = [
     "HOLDOUT_START",
     "OBSERVERS",
     "FamilyParams",
+    "FamilyReaction",
     "FamilyVoldemort",
     "GeneratedVoldemort",
     "HeldOutDraw",
+    "LookTimes",
     "draw",
     "family_seed",
+    "generate",
     "holdout_open",
     "is_copy",
     "open_holdout",

@@ -397,6 +397,13 @@ class BayesBelief:
         """Posterior weight of each adversary model (sums to 1)."""
         return self._weights_view().copy()
 
+    def log_evidence(self) -> float:
+        """log P(Harry's observations so far) under this belief's prior over its models:
+        how well the belief predicted what Harry saw (comparable with another belief's)."""
+        logw: list[float] = (self._log_prior + self._filters.log_evidence).tolist()
+        top = max(logw)
+        return top + math.log(math.fsum(math.exp(x - top) for x in logw))
+
     def _weights_view(self) -> FloatArray:
         """`model_weights()` without the copy: the cached array, never to be written."""
         key = (self._filters.serial, self._filters.version)

@@ -101,10 +101,11 @@ def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
     section = None if llm is None else llm_report.render_section(llm, llm_images)
     text = report.render_markdown(data, images, llm_section=section)
     page = out / "EVALUATION.md"
-    if page.exists():  # the family evaluation's section stays (family_report.SECTION.keep)
-        from horcrux_tools.evaluation.family_report import SECTION
+    if page.exists():  # the family evaluation's and the ceiling's sections stay
+        from horcrux_tools.evaluation import ceiling, family_report
 
-        text = SECTION.keep(page.read_text(), text)
+        old = page.read_text()
+        text = ceiling.SECTION.keep(old, family_report.SECTION.keep(old, text))
     page.write_text(text)
 
 
