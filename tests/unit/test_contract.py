@@ -56,6 +56,8 @@ HARRY_CAPABILITIES: dict[str, frozenset[str]] = {
     "seed-heuristic": frozenset({"DecisionRecorder", "BeliefHolder", "StatsReporter"}),
     "gated": frozenset({"MemoryLineReader", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
     "llm": frozenset({"DecisionRecorder", "StatsReporter"}),
+    "told": frozenset({"ViewSynced", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
+    "untold": frozenset({"ViewSynced", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
 }
 VOLDEMORT_CAPABILITIES: dict[str, frozenset[str]] = {
     "reference": frozenset(),

@@ -1,5 +1,5 @@
 """Harry's particle belief over who Voldemort is (`horcrux.agents.particles`) and the brains
-on it (`told:SEED`, `lookahead`): exact outcomes, the searches' evidence, a told belief that
+on it (`told:SEED`, `untold`): exact outcomes, the searches' evidence, a told belief that
 knows the adversary's reaction, repairs, determinism, the held-out guard."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.family import FamilyReaction, HeldOutDraw, draw
-from horcrux.agents.lookahead import LookaheadHarry, horcrux_information
+from horcrux.agents.particle_harry import ParticleHarry, horcrux_information
 from horcrux.agents.particles import ParticleBelief, Prior, family_prior, public_view, told
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, Search
@@ -166,12 +166,12 @@ def test_information_favours_the_uncertain_location() -> None:
 
 def test_brain_specs() -> None:
     brain = HARRY_BRAINS.create("told:37:64", CLASSIC)
-    assert isinstance(brain, LookaheadHarry) and brain.name == "told:37"
+    assert isinstance(brain, ParticleHarry) and brain.name == "told:37"
     assert brain.belief.count == 64 and brain.default is None
-    hedged = HARRY_BRAINS.create("lookahead:32:8:hedged", CLASSIC)
-    assert isinstance(hedged, LookaheadHarry) and hedged.default is not None
+    hedged = HARRY_BRAINS.create("untold:32:8:hedged", CLASSIC)
+    assert isinstance(hedged, ParticleHarry) and hedged.default is not None
     assert len(hedged.belief.prior.policies) == 8
-    for bad in ("lookahead:x", "lookahead:32:8:maybe", "told:-1"):
+    for bad in ("untold:x", "untold:32:8:maybe", "told:-1", "told:3:x"):
         with pytest.raises(UnknownBrain):
             HARRY_BRAINS.create(bad, CLASSIC)
     with pytest.raises(UnknownBrain):
@@ -181,8 +181,17 @@ def test_brain_specs() -> None:
 
 def test_the_told_brain_decides_on_its_belief() -> None:
     brain = HARRY_BRAINS.create("told:6:128", CLASSIC)
-    assert isinstance(brain, LookaheadHarry)
+    assert isinstance(brain, ParticleHarry)
     history = tuple(_search(t, LOCS[4], True) for t in (1, 2, 3, 4))
     move = brain.decide(_view(history), random.Random(0))
     assert move == Attack(location=LOCS[4])  # 0.99 is past every threshold
     assert brain.stats()["actions"] == {"attack": 1}
+
+
+def test_the_belief_reads_as_a_map() -> None:
+    belief = _fed(told(PASSIVE), [_search(t, LOCS[4], True) for t in (1, 2, 3)])
+    occupancy = belief.occupancy()
+    assert list(occupancy) == list(LOCS) and occupancy[LOCS[4]] > 0.9
+    assert belief.top(2)[0][0] == LOCS[4] and len(belief.top(2)) == 2
+    fresh = ParticleBelief(CLASSIC, told(PASSIVE), 64)
+    assert 2.0 < belief.entropy() < fresh.entropy() < 3.91  # log2 15 = 3.91 bits at most

@@ -84,7 +84,7 @@ BUILTIN_MODULES = (
     "horcrux.agents.adversaries",
     "horcrux.agents.opponents",
     "horcrux.agents.family",
-    "horcrux.agents.lookahead",
+    "horcrux.agents.particle_harry",
 )
 """The modules whose import registers the built-in brains of both seats (every one of them,
 imported on a registry's first lookup: a built-in never depends on what else was imported)."""

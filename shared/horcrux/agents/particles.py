@@ -235,6 +235,29 @@ class ParticleBelief:
                 out[index[loc]] += p.weight
         return out
 
+    def occupancy(self) -> dict[str, float]:
+        """P(a real Horcrux) per location (the belief map the game's code reads)."""
+        return dict(zip(self.rules.locations, self.horcrux_marginals(), strict=True))
+
+    def entropy(self) -> float:
+        """Entropy in bits of the normalised map m / k, as the Bayes map's; 0 when k = 0."""
+        m = self.horcrux_marginals()
+        k = math.fsum(m)
+        if k <= 0.0:
+            return 0.0
+        return -math.fsum(v / k * math.log2(v / k) for v in m if v > 0.0)
+
+    def top(self, n: int = 3) -> list[tuple[str, float]]:
+        """The `n` likeliest locations, best first (near-equals in board order)."""
+        m = self.horcrux_marginals()
+        left = list(range(len(m)))
+        out: list[tuple[str, float]] = []
+        while left and len(out) < n:
+            best = left[ties.argmax_first([m[i] for i in left])]
+            left.remove(best)
+            out.append((self.rules.locations[best], round(m[best], 6)))
+        return out
+
     def policy_weights(self) -> dict[int, float]:
         """The posterior weight of each policy of the prior still held by a particle."""
         out: dict[int, float] = {}

@@ -1,15 +1,18 @@
 """Harry on a particle belief over who Voldemort is (`horcrux.agents.particles`).
 
-* `told:SEED`: a Harry told his opponent's exact policy (the family's `family:SEED`): the
-  ceiling of what knowing the opponent is worth.
-* `lookahead[:N]`: the same Harry not told, whose belief holds the family's distribution
-  (N particles, default `PARTICLES`): the posterior over policies learns the opponent
-  within the game.
+* `told:SEED[:N]`: a Harry told his opponent's exact policy (the family's `family:SEED`):
+  the ceiling of what knowing the opponent is worth.
+* `untold[:N[:P[:hedged]]]`: the same Harry not told, whose belief holds P policies drawn
+  from the family's distribution: the posterior over policies learns the opponent within
+  the game. `hedged` keeps the default planner as the hypothesis "none of these" and plays
+  it while its exact map predicts Harry's observations better.
 
-Both play one rule on the particle marginals: attack the most likely location once its
-occupancy reaches the threshold for the spare attacks left, or when the attacks left must
-be spent (`forced_attack`); else search where the reaction-aware lookahead
-(`LookaheadRule`) says one more look is worth most.
+N particles (default `PARTICLES`). Both play the planner's rule on the particles'
+P(real Horcrux): attack the likeliest location once it reaches the threshold for the
+spare attacks left, or when the attacks left must be spent (`forced_attack`); else search
+where the information about the Horcruxes is greatest (`horcrux_information`). The
+adversary's reaction to Harry's evidence is in the belief (each particle's Voldemort plays
+his policy on Harry's record), not in a search over Harry's future moves.
 """
 
 from __future__ import annotations
@@ -34,10 +37,10 @@ from horcrux.rules import RuleSet
 from horcrux.views import HarryView
 
 PARTICLES = 1024
-"""The particle count of `lookahead` and `told`."""
+"""The particle count of `untold` and `told`."""
 
 PRIOR_POLICIES = 64
-"""How many policies `lookahead`'s prior draws from the family's distribution."""
+"""How many policies `untold`'s prior draws from the family's distribution."""
 
 
 def _h2(p: float) -> float:
@@ -60,7 +63,7 @@ def horcrux_information(m: list[float], decoy: list[float], d: float, f: float) 
     return out
 
 
-class LookaheadHarry:
+class ParticleHarry:
     """Harry on `ParticleBelief` (see the module doc)."""
 
     def __init__(
@@ -69,7 +72,7 @@ class LookaheadHarry:
         prior: Prior,
         count: int = PARTICLES,
         params: PlannerParams | None = None,
-        name: str = "lookahead",
+        name: str = "untold",
         hedge: bool = False,
     ) -> None:
         self.rules = rules
@@ -84,18 +87,23 @@ class LookaheadHarry:
 
     def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
         start = time.perf_counter()
-        self.belief.sync(view)
-        if self.default is not None:
-            self.default.sync(view)
-            if below(self.odds(), 0.0):
-                choice = self.default.choose(view, rng)
-                self.counts["default"] += 1
-                self._record(view.turn, start)
-                return choice.move
+        self.sync(view)
+        if self.default is not None and below(self.odds(), 0.0):
+            choice = self.default.choose(view, rng)
+            self.counts["default"] += 1
+            self._record(view.turn, start)
+            return choice.move
         choice = self.choose(view)
         self.counts[choice.kind] += 1
         self._record(view.turn, start)
         return choice.move
+
+    def sync(self, view: HarryView) -> None:
+        """Fold in what the view holds that the belief has not seen (a fresh brain synced
+        to a view decides as the one that played the game: nothing needs storing)."""
+        self.belief.sync(view)
+        if self.default is not None:
+            self.default.sync(view)
 
     def odds(self) -> float:
         """log of how much better the particles predicted Harry's observations than the
@@ -150,40 +158,42 @@ class LookaheadHarry:
     ),
     seat_allowed=False,
 )
-def _told(options: BrainOptions) -> LookaheadHarry:
+def _told(options: BrainOptions) -> ParticleHarry:
     seed_text, _, count_text = (options.param or "").partition(":")
     seed = family_seed(seed_text or None)
-    count = int(count_text) if count_text.isdigit() else PARTICLES
-    return LookaheadHarry(options.rules, told(seed), count, name=f"told:{seed}")
+    count = int_param(
+        replace(options, param=count_text or None), PARTICLES, "told's particle count"
+    )
+    return ParticleHarry(options.rules, told(seed), count, name=f"told:{seed}")
 
 
 @HARRY_BRAINS.register(
-    "lookahead",
+    "untold",
     description=(
         "a Harry whose belief holds the generated family's distribution of opponents and "
-        "learns which one he plays within the game (lookahead:N particles)"
+        "learns which one he plays within the game (untold[:N particles[:P policies[:hedged]]])"
     ),
     seat_allowed=False,
 )
-def _lookahead(options: BrainOptions) -> LookaheadHarry:
+def _untold(options: BrainOptions) -> ParticleHarry:
     count_text, _, rest = (options.param or "").partition(":")
     policies_text, _, hedge = rest.partition(":")
     if hedge not in ("", "hedged"):
-        raise UnknownBrain(f"lookahead's last part is 'hedged' or nothing, got {hedge!r}")
+        raise UnknownBrain(f"untold's last part is 'hedged' or nothing, got {hedge!r}")
     count = int_param(
-        replace(options, param=count_text or None), PARTICLES, "lookahead's particle count"
+        replace(options, param=count_text or None), PARTICLES, "untold's particle count"
     )
     policies = int_param(
-        replace(options, param=policies_text or None), PRIOR_POLICIES, "lookahead's prior policies"
+        replace(options, param=policies_text or None), PRIOR_POLICIES, "untold's prior policies"
     )
-    return LookaheadHarry(
-        options.rules, family_prior(policies), count, name="lookahead", hedge=hedge == "hedged"
+    return ParticleHarry(
+        options.rules, family_prior(policies), count, name="untold", hedge=hedge == "hedged"
     )
 
 
 __all__ = [
     "PARTICLES",
     "PRIOR_POLICIES",
-    "LookaheadHarry",
+    "ParticleHarry",
     "horcrux_information",
 ]

@@ -1,4 +1,4 @@
-"""Whole games of the particle-belief Harrys (`told:D`, `lookahead`): a game replays
+"""Whole games of the particle-belief Harrys (`told:D`, `untold`): a game replays
 identically from its seed, and knowing the opponent is worth games where the default
 planner loses most of them (dev draw 37: a threshold trigger at 0.5 on a moving Bayes map)."""
 
@@ -18,11 +18,11 @@ def test_a_told_game_replays_identically() -> None:
     one = play_game(CLASSIC, DRAW * 1000, f"told:{DRAW}:256", f"family:{DRAW}", keep_events=True)
     two = play_game(CLASSIC, DRAW * 1000, f"told:{DRAW}:256", f"family:{DRAW}", keep_events=True)
     assert one.events == two.events
-    lookahead = [
-        play_game(CLASSIC, 5, "lookahead:128:8", "reference", keep_events=True).events
+    untold = [
+        play_game(CLASSIC, 5, "untold:128:8", "reference", keep_events=True).events
         for _ in range(2)
     ]
-    assert lookahead[0] == lookahead[1]
+    assert untold[0] == untold[1]
 
 
 @pytest.mark.slow
