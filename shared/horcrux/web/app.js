@@ -1583,7 +1583,7 @@ function renderReplay(screen) {
           aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `This game's AI Harry, as it chose its move at turn ${aiBelief.turn}: ${unsure(aiBelief.entropy, rules)}; most likely ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
         ),
       ),
-      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "how unsure an AI Harry would be on Harry's evidence after each of his moves" : beliefs.length ? "how unsure the AI Harry was" : "how unsure Harry's evidence leaves him"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
+      h("div", { class: "panel" }, h("h3", {}, "How unsure Harry was, turn by turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "how unsure an AI Harry would be on Harry's evidence after each of his moves" : beliefs.length ? "how unsure the AI Harry was" : "how unsure Harry's evidence leaves him"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
       h(
         "div",
         { class: "panel" },
