@@ -94,7 +94,7 @@ def opponent_words(seat: str, info: Payload) -> str:
     brain = str(info.get("brain") or "")
     level = level_of(seat, brain)
     if level is not None:
-        return f"the {level['label']} AI {seat.capitalize()} ({level_sentence(level)})"
+        return f"the {level['label']} AI {seat.capitalize()} ({level_sentence(level).rstrip('.')})"
     return f"an AI {seat.capitalize()} ({brain_sentence(seat, brain) or brain})"
 
 
