@@ -1226,12 +1226,14 @@ def test_what_the_ai_remembers_is_shown_and_forgotten_after_a_confirmation(
             break
         assert time.monotonic() < deadline, "the AI's memory of the player never appeared"
         time.sleep(0.2)  # polling the server's asynchronous record, not a stand-in for it
+    # the seat's page sees the end (and marks the game over: the lobby need not redraw)
+    expect(page.get_by_test_id("end")).to_be_visible()
     page.goto(served.url + "/")
+    expect(page.get_by_test_id("my-replay")).to_be_visible()
     panel = page.get_by_test_id("my-memory")
     expect(panel.get_by_test_id("memory-items").first).to_be_visible()
     expect(panel).to_contain_text("after 1 game against you")
     assert not re.search(r"player:[0-9a-f]{16}", panel.inner_text())
-    panel.scroll_into_view_if_needed()
     _shot(page, "words-memory")
     page.get_by_test_id("forget-me").click()
     expect(page.get_by_test_id("forget-me-question")).to_contain_text("Forget all of this?")

@@ -1222,7 +1222,7 @@ function harryPanel(screen) {
   const g = screen.game;
   const v = g.view;
   const allies = Object.entries(v.allies).map(([name, a]) =>
-    h("dd", {}, `${cap(name)}: ${a.available ? "ready" : a.uses_left === 0 ? "used up" : `rests ${a.rest} more turn${a.rest === 1 ? "" : "s"}`}${a.uses_left === null || a.uses_left === undefined ? "" : `, ${a.uses_left} use${a.uses_left === 1 ? "" : "s"} left`}`),
+    h("dd", {}, `${cap(name)}: ${a.available ? "ready" : a.uses_left === 0 ? "used up" : `rests ${a.rest} more turn${a.rest === 1 ? "" : "s"}`}${a.uses_left === null || a.uses_left === undefined || a.uses_left === 0 ? "" : `, ${a.uses_left} use${a.uses_left === 1 ? "" : "s"} left`}`),
   );
   const toggle = h("button", { "data-testid": "belief-toggle", class: screen.showBelief ? "on" : "", onclick: () => { screen.showBelief = !screen.showBelief; renderGame(screen); } }, screen.showBelief ? "Hide the evidence map" : "Show the evidence map", h("kbd", {}, "B"));
   return h(
@@ -1619,7 +1619,7 @@ function decisionPanel(notes, step) {
     const who = { planner: "the planner (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
     const level = levelOf(note.seat, note.brain);
     const memory = { zero: "none: sure enough to play without a model", compressed: "a short summary", full: "the whole working memory" }[note.tier] || note.tier;
-    const facts = [["AI", level ? `${level.label}: ${levelSays(level)}` : brainSays(note.seat, note.brain) || note.brain], ["memory it used", memory], ["chosen by", who], ["played", step.action ? describeAction(step.action) : moveWords(note.move)]];
+    const facts = [["AI", `${level ? `${level.label}: ` : ""}${brainSays(note.seat, note.brain) || note.brain}`], ["memory it used", memory], ["chosen by", who], ["played", step.action ? describeAction(step.action) : moveWords(note.move)]];
     if (note.llm_move && note.llm_move !== note.move) facts.push(["the model's move", moveWords(note.llm_move)]);
     if (note.planner_move) facts.push(["the planner's move", moveWords(note.planner_move)]);
     if (note.tokens_in || note.tokens_out) facts.push(["tokens", `${note.tokens_in} in, ${note.tokens_out} out`]);
