@@ -224,7 +224,7 @@ def test_a_game_left_is_resumed_with_its_id_and_token(served: Served) -> None:
         )
         == 0
     )
-    said = re.search(r"--resume (\S+) --token (\S+)", out.getvalue())
+    said = re.search(r"--resume=(\S+) --token=(\S+)", out.getvalue())
     assert said is not None, out.getvalue()
     gid, token = said.groups()
     game = served.client.game(gid, token)

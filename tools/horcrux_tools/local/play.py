@@ -555,8 +555,8 @@ class Session:
             )
         return (
             f"Left game {self.game_id}; it stays on the server. To go on with it: "
-            f"horcrux play --api {self.client.base_url} --resume {self.game_id} "
-            f"--token {self.token}"
+            f"horcrux play --api {self.client.base_url} --resume={self.game_id} "
+            f"--token={self.token}"
         )
 
     def _finish(self) -> int:
