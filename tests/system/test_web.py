@@ -755,6 +755,9 @@ def test_a_wasted_attack_says_what_it_can_mean(served: Served, browser: Browser)
         turn += 1
     move = {"type": "relocate", "from_location": truth[0], "to_location": free[1]}
     served.client.move(game_id, vold, move)
+    # the page polls every 10 s while it is its own seat's turn (nothing can change then, but
+    # the test moved for it through the API): read the game again rather than wait for that
+    page.reload()
     _my_turn(page, turn + 1)
     page.get_by_test_id("action-attack").click()
     page.get_by_test_id(f"loc-{truth[0]}").click()
