@@ -1243,7 +1243,7 @@ function harryPanel(screen) {
           "p",
           { class: "muted", "data-testid": "belief-source" },
           screen.beliefSource === "ai"
-            ? "Shading: what an AI Harry (the planner) believes on your evidence: each location's chance of a real Horcrux, with Voldemort's relocations and decoys priced in."
+            ? "Shading: what the strongest AI Harry believes on your evidence: each location's chance of a real Horcrux, with Voldemort's relocations and decoys priced in."
             : "Shading: each location's chance by Bayes on Harry's own evidence (independent locations), until the AI Harry's map arrives.",
         )
       : null,
@@ -1616,12 +1616,12 @@ function decisionPanel(notes, step) {
   const rows = [];
   if (!note) rows.push(h("p", { class: "muted", "data-testid": "decision-none" }, step.actor === "setup" ? "Step through the game to see each AI move's decision." : `${seatName(step.actor)} is a person here: no AI decision.`));
   else {
-    const who = { planner: "the planner (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
+    const who = { planner: "its own exact odds (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
     const level = levelOf(note.seat, note.brain);
     const memory = { zero: "none: sure enough to play without a model", compressed: "a short summary", full: "the whole working memory" }[note.tier] || note.tier;
     const facts = [["AI", `${level ? `${level.label}: ` : ""}${brainSays(note.seat, note.brain) || note.brain}`], ["memory it used", memory], ["chosen by", who], ["played", step.action ? describeAction(step.action) : moveWords(note.move)]];
     if (note.llm_move && note.llm_move !== note.move) facts.push(["the model's move", moveWords(note.llm_move)]);
-    if (note.planner_move) facts.push(["the planner's move", moveWords(note.planner_move)]);
+    if (note.planner_move) facts.push(["without the model it would have", moveWords(note.planner_move)]);
     if (note.tokens_in || note.tokens_out) facts.push(["tokens", `${note.tokens_in} in, ${note.tokens_out} out`]);
     facts.push(["latency", `${(note.latency_ms || 0).toFixed(1)} ms`]);
     rows.push(h("dl", { class: "stats", "data-testid": "decision-facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
