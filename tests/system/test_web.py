@@ -228,7 +228,7 @@ def test_a_whole_game_as_harry_against_the_ai_through_the_page(
             expect(page.get_by_test_id("destroyed")).to_contain_text("1 destroyed")
             page.get_by_test_id("belief-toggle").click()
             # the overlay is the server's AI Harry on Harry's evidence (GET .../belief)
-            expect(page.get_by_test_id("belief-source")).to_contain_text("an AI Harry")
+            expect(page.get_by_test_id("belief-source")).to_contain_text("the strongest AI Harry")
             _, _, belief = get_json(f"{served.url}/games/{game_id}/belief")
             for loc, p in belief["occupancy"].items():
                 tile = page.get_by_test_id(f"loc-{loc}").locator(".p")
