@@ -114,6 +114,9 @@ _ROUTES: Final = (
     ("POST", "/memory/{agent}/quarantine/{item_id}/{action}"),
     ("POST", "/memory/corrections"),
     ("DELETE", "/memory/{agent}"),
+    # a player's own memory, with their player key (docs/API.md)
+    ("GET", "/players/{player}/memory"),
+    ("DELETE", "/players/{player}/memory"),
 )
 API_ROUTES: Final = _ROUTES + tuple(("HEAD", path) for method, path in _ROUTES if method == "GET")
 """Every route of the app, and HEAD wherever GET is (the app answers it as GET, no body)."""

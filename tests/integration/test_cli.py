@@ -93,6 +93,21 @@ def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert "must be at least 1" in capsys.readouterr().err
 
 
+def test_play_resume_takes_a_game_and_its_token_together(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(capsys, "play", "--resume", "g1")
+    assert code == 2 and "--resume GAME_ID and --token TOKEN go together" in err
+    code, _, err = run(capsys, "play", "--token", "t" * 30)
+    assert code == 2 and "go together" in err
+    code, _, err = run(capsys, "play", "--local", "--resume", "g1", "--token", "t" * 30)
+    assert code == 2 and "not with --local or --join" in err
+    # an id and a token may begin with "-": with "=" they parse (then no server answers)
+    argv = ["play", "--api", "http://127.0.0.1:9", "--resume=-g1", "--token=-t" + "t" * 30]
+    code, _, err = run(capsys, *argv)
+    assert code == 1 and "cannot reach http://127.0.0.1:9" in err, err
+
+
 def test_installed_entry_point() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "horcrux_tools.cli", "simulate", "--games", "5", "--json"],

@@ -134,10 +134,10 @@ def test_a_scripted_person_as_harry_plays_a_whole_game_over_http(served: Served)
     )
     out = done.stdout
     assert done.returncode == 0, (out, done.stderr)
-    assert "You are Harry against AI Voldemort (reference)" in out
+    assert "You are Harry against the Easy AI Voldemort (The rules' own Voldemort" in out
     assert "422 unknown_location: unknown location 'narnia'" in out  # the API's message
     assert "'gr' is ambiguous" in out  # refused by the client, asked again
-    assert "the planner would play:" in out and "entropy" in out
+    assert "the AI Harry would play:" in out and "of the most uncertainty there can be" in out
     assert "t1   dumbledore gringotts -> gringotts:" in out  # the history command
     assert "Game over on turn" in out and "the Horcruxes started at" in out
     running, _, end = out.partition("Game over on turn")
@@ -208,6 +208,43 @@ def test_join_without_a_seat_takes_the_free_one_or_says_there_is_none(served: Se
     err = io.StringIO()
     code = play(served.url, join=gid, seat="harry", inp=io.StringIO(""), out=io.StringIO(), err=err)
     assert code == 1 and "409 seat_taken" in err.getvalue()
+
+
+def test_a_game_left_is_resumed_with_its_id_and_token(served: Served) -> None:
+    """Quitting says how to go on; `--resume GAME --token TOKEN` does, in the same seat."""
+    out = io.StringIO()
+    assert (
+        play(
+            served.url,
+            seat="voldemort",
+            rules="classic",
+            seed=4,
+            inp=io.StringIO("quit\n"),
+            out=out,
+        )
+        == 0
+    )
+    said = re.search(r"--resume=(\S+) --token=(\S+)", out.getvalue())
+    assert said is not None, out.getvalue()
+    gid, token = said.groups()
+    game = served.client.game(gid, token)
+    turn = game["turn"]
+    assert game["your_seat"] == "voldemort" and game["status"] == "active"
+    again = io.StringIO()
+    code = play(served.url, resume=(gid, token), inp=io.StringIO("pass\nquit\n"), out=again)
+    assert code == 0, again.getvalue()
+    assert f"game {gid}, classic rules. You are Voldemort" in again.getvalue()
+    assert served.client.game(gid, token)["turn"] > turn  # the pass was played in that game
+    # a token of no seat of that game: a clear message, nothing played
+    err = io.StringIO()
+    bad = play(
+        served.url,
+        resume=(gid, "no-such-token-0123456789"),
+        inp=io.StringIO(""),
+        out=io.StringIO(),
+        err=err,
+    )
+    assert bad == 1 and "401" in err.getvalue()
 
 
 def test_a_person_keeps_one_player_id_across_games(

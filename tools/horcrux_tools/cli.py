@@ -222,6 +222,14 @@ def cmd_play(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "join": args.join,
     }
+    if (args.resume is None) != (args.token is None):
+        raise HorcruxError("--resume GAME_ID and --token TOKEN go together")
+    if args.resume is not None:
+        if args.local or args.join:
+            raise HorcruxError(
+                "--resume takes up a game on a lasting server (--api), not with --local or --join"
+            )
+        options["resume"] = (args.resume, args.token)
     if args.local:
         return play_local(trace=args.trace, **options)
     if args.trace:
@@ -410,6 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
     ply.add_argument("--voldemort", default=None, help="AI Voldemort's brain (with --seat harry)")
     ply.add_argument("--seed", type=int, default=None, help="default: drawn by the server")
     ply.add_argument("--join", metavar="GAME_ID", default=None, help="join an open game's seat")
+    ply.add_argument(
+        "--resume",
+        metavar="GAME_ID",
+        default=None,
+        help="go on with a game you left (with --token: the seat token it printed)",
+    )
+    ply.add_argument("--token", default=None, help="your seat token, with --resume")
     ply.add_argument(
         "--trace",
         action="store_true",

@@ -45,6 +45,7 @@ from horcrux.api.http import (
 from horcrux.api.idempotency import IdempotentMoves
 from horcrux.api.memory_routes import memory_guard, memory_router
 from horcrux.api.meta_routes import meta_router
+from horcrux.api.player_routes import player_router
 from horcrux.api.schemas import ErrorResponse
 from horcrux.errors import HorcruxError, NotYourTurn
 from horcrux.lazy import lazy_import
@@ -309,6 +310,7 @@ def build_app(
     app.include_router(memory_router(service, operator))
     app.guards.append(memory_guard(operator))
     app.include_router(meta_router())
+    app.include_router(player_router(service))
     openapi_cache: dict[str, str] = {}
 
     @app.get("/openapi.json", include_in_schema=False)

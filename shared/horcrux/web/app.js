@@ -25,6 +25,8 @@ const TAB = Math.random().toString(36).slice(2, 10);
 
 let API = window.location.origin;
 let brains = null;
+// the players' words (words.json, shared with the terminal client): levels, brains, guide...
+let WORDS = { levels: { harry: [], voldemort: [] }, brains: { harry: {}, voldemort: {} }, guide: { harry: [], voldemort: [] }, wasted: {} };
 let current = null; // the screen on show: {kind, id, timer, ...}
 
 // ------------------------------------------------------------------ DOM helpers
@@ -58,6 +60,20 @@ function message(text, kind = "error") {
   box.className = `msg ${text ? kind : ""}`;
   box.textContent = text || "";
 }
+// a button that asks before it acts: a click shows the question with Yes and No in its
+// place (in the page: a browser dialog would block it); Yes is `${testid}-confirm`
+function confirmButton(label, question, yes, onYes, testid, cls = "danger") {
+  const holder = h("span", { class: "confirm" });
+  const ask = () =>
+    holder.replaceChildren(
+      h("span", { class: "question", "data-testid": `${testid}-question` }, question),
+      h("button", { class: cls, "data-testid": `${testid}-confirm`, onclick: onYes }, yes),
+      h("button", { "data-testid": `${testid}-cancel`, onclick: () => holder.replaceChildren(button) }, "No"),
+    );
+  const button = h("button", { class: cls, "data-testid": testid, onclick: ask }, label);
+  holder.append(button);
+  return holder;
+}
 const messageBox = () => h("div", { class: "msg", "data-testid": "message", role: "status" });
 
 // ------------------------------------------------------------------ names of things
@@ -79,7 +95,10 @@ function ago(epoch) {
 function who(game, seat) {
   const info = game.seats[seat];
   if (!info) return "?";
-  if (info.kind === "ai") return `AI (${info.brain})`;
+  if (info.kind === "ai") {
+    const level = levelOf(seat, info.brain);
+    return level ? `AI (${level.label})` : `AI (${String(info.brain).split(":")[0]})`;
+  }
   if (!info.taken) return "free seat";
   return info.name ? info.name : "a player";
 }
@@ -158,6 +177,26 @@ async function loadConfig() {
     /* no config: the API is this page's origin */
   }
 }
+async function loadWords() {
+  const meta = document.querySelector("meta[name=horcrux-words]");
+  try {
+    const r = await fetch(meta ? meta.getAttribute("content") : "words.json");
+    if (r.ok) WORDS = await r.json();
+  } catch {
+    /* the page still works, with fewer words */
+  }
+}
+// `{name}` placeholders filled from `vars` (the terminal fills the same texts)
+const fill = (text, vars) => String(text || "").replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
+const pct = (x) => `${Math.round(x * 100)}%`;
+// a level of an AI opponent by its brain spec (the level's name, its sentence), else null
+function levelOf(seat, brain) {
+  const base = String(brain || "").split(":")[0];
+  return (WORDS.levels[seat] || []).find((l) => l.brain === base) || null;
+}
+const levelSays = (level) => fill(level.sentence, { wins: Math.round(level.harry_wins * 100) });
+const brainSays = (seat, brain) => (WORDS.brains[seat] || {})[String(brain || "").split(":")[0]] || "";
 async function loadBrains() {
   if (brains) return brains;
   try {
@@ -221,43 +260,46 @@ const go = (hash) => {
 // ------------------------------------------------------------------ the lobby
 function brainSelect(seat, testid) {
   const list = (brains && brains[seat]) || [];
+  // the name only (a sentence would widen the form past a phone's width); the chosen one's
+  // sentence is said under the list, in players' words
   return h(
     "select",
     { name: `${seat}-brain`, "data-testid": testid, "aria-label": `${seatName(seat)} AI brain` },
-    list.map((b) =>
-      // the name only (a description is long: it would widen the form past a phone's width);
-      // the description is the option's tooltip
-      h("option", { value: b.name, selected: b.default, title: b.description || null }, b.name),
-    ),
+    list.map((b) => h("option", { value: b.name, selected: b.default, title: brainSays(seat, b.name) || null }, b.name)),
   );
 }
+// a select's explanation line, kept in step with its choice
+function explained(select, say, testid) {
+  const line = h("p", { class: "muted says", "data-testid": testid });
+  const update = () => {
+    line.textContent = say(select.value);
+  };
+  select.addEventListener("change", update);
+  update();
+  return line;
+}
 
-// named opponents: a few brains by a player's word for them, each naming its spec in the
-// tooltip; only those `GET /brains` lists are offered (the rest: "any brain", advanced)
-const NAMED = {
-  voldemort: [["Easy", "random"], ["Cunning", "reference"], ["Devious", "shadow"]],
-  harry: [["Easy", "naive"], ["Cunning", "seed-heuristic"], ["Devious", "planner"]],
-};
+// the levels of the AI opponents, weakest first, from words.json: each one's label and
+// sentence come with its measured strength (the evaluation's win rate of the AI Harry);
+// only the brains the server offers are listed (the rest: "any brain", advanced)
 function namedSelect(seat, testid) {
   const list = (brains && brains[seat]) || [];
   const known = new Map(list.map((b) => [b.name, b]));
-  const offered = NAMED[seat].filter(([, spec]) => known.has(spec));
+  const offered = (WORDS.levels[seat] || []).filter((l) => known.has(l.brain));
   const fallback = list.find((b) => b.default) || list[0];
-  const preferred = offered.find(([, spec]) => known.get(spec).default) || offered[1] || offered[0];
-  const options = offered.length ? offered : fallback ? [[cap(fallback.name), fallback.name]] : [];
+  const preferred = offered.find((l) => known.get(l.brain).default) || offered[0];
+  const options = offered.length ? offered : fallback ? [{ label: "Standard", brain: fallback.name, sentence: brainSays(seat, fallback.name), harry_wins: null }] : [];
   return h(
     "select",
     { name: `${seat}-level`, "data-testid": testid, "aria-label": `${seatName(seat)}: the AI opponent` },
-    options.map(([label, spec]) =>
-      h(
-        "option",
-        { value: spec, selected: preferred && spec === preferred[1], title: `brain: ${spec}${known.get(spec) ? `: ${known.get(spec).description}` : ""}` },
-        label,
-      ),
+    options.map((l) =>
+      h("option", { value: l.brain, selected: preferred && l.brain === preferred.brain, "data-harry-wins": l.harry_wins === null ? null : String(l.harry_wins) }, l.label),
     ),
   );
 }
 
+const OPPONENT_LISTED = "another person (they join from the lobby)";
+const OPPONENT_INVITED = "another person (you send them an invite link)";
 async function lobbyScreen() {
   const screen = (current = { kind: "lobby", timer: null, idle: 0 });
   await loadBrains();
@@ -281,7 +323,7 @@ async function lobbyScreen() {
     "select",
     { name: "opponent", "data-testid": "opponent" },
     h("option", { value: "ai" }, "the AI"),
-    h("option", { value: "human" }, "another person (they join from the lobby)"),
+    h("option", { value: "human" }, OPPONENT_LISTED),
   );
   const rules = h(
     "select",
@@ -299,13 +341,17 @@ async function lobbyScreen() {
   const advanced = h(
     "details",
     { "data-testid": "advanced" },
-    h("summary", { class: "muted" }, "Advanced: any brain"),
-    h("p", { class: "muted" }, "When open, these choose the AI (the brains GET /brains lists; each one's description is its tooltip)."),
+    h("summary", { class: "muted" }, "Advanced: any AI"),
+    h("p", { class: "muted" }, "When open, these choose the AI instead of the level above. Each one is explained under its list."),
   );
-  const harryRow = h("label", {}, h("span", {}, "AI Harry"), harryLevel);
-  const voldemortRow = h("label", {}, h("span", {}, "AI Voldemort"), voldemortLevel);
-  const harryAny = h("label", {}, h("span", {}, "any Harry"), harryBrain);
-  const voldemortAny = h("label", {}, h("span", {}, "any Voldemort"), voldemortBrain);
+  const levelLine = (seat, select) => explained(select, (brain) => {
+    const level = levelOf(seat, brain);
+    return level ? levelSays(level) : brainSays(seat, brain);
+  }, `${seat}-level-says`);
+  const harryRow = h("div", {}, h("label", {}, h("span", {}, "AI Harry"), harryLevel), levelLine("harry", harryLevel));
+  const voldemortRow = h("div", {}, h("label", {}, h("span", {}, "AI Voldemort"), voldemortLevel), levelLine("voldemort", voldemortLevel));
+  const harryAny = h("div", {}, h("label", {}, h("span", {}, "any Harry"), harryBrain), explained(harryBrain, (b) => brainSays("harry", b), "harry-brain-says"));
+  const voldemortAny = h("div", {}, h("label", {}, h("span", {}, "any Voldemort"), voldemortBrain), explained(voldemortBrain, (b) => brainSays("voldemort", b), "voldemort-brain-says"));
   advanced.append(harryAny, voldemortAny);
   const sync = () => {
     const me = mySeat.value;
@@ -318,8 +364,10 @@ async function lobbyScreen() {
     advanced.hidden = harryRow.hidden && voldemortRow.hidden;
     privateRow.hidden = !(me !== "none" && opponent.value === "human");
     if (privateRow.hidden) privateBox.checked = false;
+    opponent.options[1].textContent = privateBox.checked ? OPPONENT_INVITED : OPPONENT_LISTED;
   };
   mySeat.addEventListener("change", sync);
+  privateBox.addEventListener("change", sync);
   opponent.addEventListener("change", sync);
   sync();
   const form = h(
@@ -371,6 +419,7 @@ async function lobbyScreen() {
           {},
           h("div", { class: "panel" }, h("h2", {}, "New game"), h("label", {}, h("span", {}, "Your name"), nameInput), form),
           h("div", { class: "panel" }, h("h2", {}, "Your games"), h("table", {}, mine)),
+          memoryPanel(screen),
           h(
             "div",
             { class: "panel" },
@@ -415,7 +464,7 @@ async function lobbyScreen() {
           rec.over
             ? h("button", { "data-testid": "my-replay", onclick: () => go(`#/replay/${encodeURIComponent(gameId)}`) }, "Replay")
             : h("button", { "data-testid": "resume", onclick: () => go(`#/game/${encodeURIComponent(gameId)}`) }, "Resume"),
-          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(gameId); route(); } }, "Leave"),
+          confirmButton("Leave", "Leave this game? This browser forgets its seat; nobody can play it from here again.", "Yes, leave", () => { leaveSeat(gameId); route(); }, "leave"),
         ),
       ),
     );
@@ -426,6 +475,7 @@ async function lobbyScreen() {
       const [o, a, v] = await Promise.all(
         ["open", "active", "over"].map((s) => api("GET", `/games?status=${s}&limit=20`)),
       );
+      await learnSeats([...a.data.games, ...v.data.games.slice(-10)]);
       if (current !== screen) return;
       fillOpen(open, o.data.games, nameInput);
       fillList(active, a.data.games, "Watch", (id) => `#/game/${encodeURIComponent(id)}`, "No game is being played.");
@@ -444,6 +494,67 @@ async function lobbyScreen() {
     if (current === screen) screen.timer = setTimeout(refresh, document.hidden ? 10000 : wait);
   };
   refresh();
+}
+
+// ------------------------------------------------------------------ your memory
+// What the AI remembers about this browser's player (`GET /players/me/memory` with the
+// player key, never in a URL), in the AI's own sentences, and Forget (`DELETE`), asked first.
+const LOCATION_SLUG = /\b[a-z]+(?:-[a-z]+)+\b/g;
+function memoryWords(item) {
+  if (item.subject === "style") return "A summary of how you tend to play, fitted over your games.";
+  return item.text.replace(/player:[0-9a-f]{16}/g, "you").replace(LOCATION_SLUG, (slug) => place(slug));
+}
+function memoryPanel(screen) {
+  const box = h("div", { class: "panel", "data-testid": "my-memory" }, h("h2", {}, "What the AI remembers about you"));
+  const body = h("div", {}, h("p", { class: "muted" }, "Reading…"));
+  box.append(body);
+  const key = playerKey();
+  if (!key) {
+    body.replaceChildren(h("p", { class: "muted", "data-testid": "memory-none" }, "Nothing: this browser has not played yet. The AI Harry learns how you hide the Horcruxes when you play Voldemort against it."));
+    return box;
+  }
+  const fillIn = async (said) => {
+    let data;
+    try {
+      data = (await api("GET", "/players/me/memory", { token: key })).data;
+    } catch (err) {
+      body.replaceChildren(h("p", { class: "muted" }, `Your memory could not be read (${err.code}): ${err.message}`));
+      return;
+    }
+    if (current !== screen) return;
+    const kept = data.scopes.filter((sc) => sc.items.length);
+    const parts = [];
+    if (said) parts.push(h("p", { class: "msg info", "data-testid": "memory-said" }, said));
+    if (!kept.length) {
+      parts.push(h("p", { class: "muted", "data-testid": "memory-none" }, "Nothing about you yet. The AI Harry learns how you hide the Horcruxes when you play Voldemort against it; each game after that starts from what it learned."));
+    }
+    for (const sc of kept) {
+      const level = levelOf("harry", sc.agent);
+      parts.push(
+        h("h3", {}, `${level ? `The ${level.label} AI Harry` : "An AI Harry"}, after ${plural(sc.games, "game")} against you`),
+        h("ul", { class: "log plain", "data-testid": "memory-items" }, sc.items.map((it) => h("li", {}, memoryWords(it)))),
+      );
+    }
+    if (kept.length) {
+      parts.push(
+        h(
+          "div",
+          { class: "row" },
+          confirmButton("Forget me", "Forget all of this? Your next game starts as if the AI had never met you.", "Yes, forget", async () => {
+            try {
+              await api("DELETE", "/players/me/memory", { token: key });
+              fillIn("Forgotten: the AI remembers nothing about you now.");
+            } catch (err) {
+              body.prepend(h("p", { class: "msg error" }, `Nothing was forgotten (${err.code}): ${err.message}`));
+            }
+          }, "forget-me"),
+        ),
+      );
+    }
+    body.replaceChildren(...parts);
+  };
+  fillIn(null);
+  return box;
 }
 
 function withName(seat, name) {
@@ -479,10 +590,31 @@ function fillOpen(tbody, games, nameInput) {
   }
 }
 const listHead = () => h("thead", {}, h("tr", {}, h("th", {}, "game"), h("th", {}, "rules"), h("th", {}, "players"), h("th", {}, "created"), h("th", {}, "")));
-// the players of a listed game: the API's `names` (a person's name per seat), else "AI or a player"
+// the players of a listed game: a person's name (the list's `names`), else who holds the
+// seat as the game itself says (read once per game: a seat's kind never changes)
+const seatsSeen = new Map();
 function players(g) {
   const names = g.names || {};
-  return ["harry", "voldemort"].map((s) => `${seatName(s)}: ${names[s] || "AI or unnamed"}`).join(", ");
+  const seats = seatsSeen.get(g.game_id);
+  const one = (s) => {
+    if (names[s]) return names[s];
+    if (!seats || !seats[s]) return "…";
+    if (seats[s].kind === "ai") return who({ seats }, s);
+    return seats[s].taken ? "a player with no name" : "free seat";
+  };
+  return ["harry", "voldemort"].map((s) => `${seatName(s)}: ${one(s)}`).join(", ");
+}
+async function learnSeats(games) {
+  const unknown = games.filter((g) => !seatsSeen.has(g.game_id) && !(g.names && g.names.harry && g.names.voldemort));
+  await Promise.all(
+    unknown.map(async (g) => {
+      try {
+        seatsSeen.set(g.game_id, (await api("GET", `/games/${encodeURIComponent(g.game_id)}`)).data.seats);
+      } catch {
+        /* said as "…" until the next refresh */
+      }
+    }),
+  );
 }
 function fillList(tbody, games, label, href, empty) {
   tbody.replaceChildren();
@@ -558,6 +690,13 @@ function evidence(rules, history, horcruxesLeft) {
   const p = {};
   for (const l of locs) p[l] = l in settled ? settled[l] : 1 / (1 + Math.exp(-(logit + score[l])));
   return { p, score };
+}
+// how unsure a belief is, in words: its entropy as a share of the most there can be
+function unsure(entropy, rules) {
+  const most = Math.log2(rules.locations.length);
+  const share = Math.max(0, Math.min(1, entropy / most));
+  const word = share < 0.25 ? "nearly sure" : share < 0.5 ? "fairly sure" : share < 0.8 ? "unsure" : "with almost no idea";
+  return `${word} (${Math.round(share * 100)}% of the most uncertainty there can be)`;
 }
 function entropyBits(p) {
   const total = Object.values(p).reduce((a, b) => a + b, 0);
@@ -654,7 +793,7 @@ function renderStale(screen, err) {
         h(
           "div",
           { class: "row" },
-          h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game"),
+          confirmButton("Leave this game", "Leave? This browser forgets the seat.", "Yes, leave", () => { leaveSeat(screen.id); go("#/"); }, "leave"),
           h("button", { onclick: () => go("#/") }, "Back to the lobby"),
         ),
       ),
@@ -690,7 +829,7 @@ function renderGame(screen) {
     "div",
     { class: "row" },
     h("button", { onclick: () => go("#/") }, "Lobby"),
-    screen.token ? h("button", { class: "danger", "data-testid": "leave", onclick: () => { leaveSeat(screen.id); go("#/"); } }, "Leave this game") : null,
+    screen.token ? confirmButton("Leave this game", "Leave? This browser forgets your seat, and nobody can play it from here again.", "Yes, leave", () => { leaveSeat(screen.id); go("#/"); }, "leave") : null,
     mine && localStorage.getItem(GUIDE_KEY) && !screen.guide ? h("button", { "data-testid": "guide-open", onclick: () => { screen.guide = true; renderGame(screen); } }, "Guide") : null,
     h("span", { class: "muted" }, "game ", h("code", {}, g.game_id)),
   );
@@ -714,26 +853,30 @@ function renderGame(screen) {
 // dismissed (remembered in localStorage, so once per browser); "Guide" brings it back.
 function guidePanel(screen) {
   const r = screen.game.view.rules;
-  const pct = (x) => `${Math.round(x * 100)}%`;
-  const d = r.sensor ? pct(r.sensor.d) : "80%";
-  const f = r.sensor ? pct(r.sensor.f) : "15%";
+  const seat = screen.game.your_seat === "voldemort" ? "voldemort" : "harry";
+  const vars = {
+    d: r.sensor ? pct(r.sensor.d) : "80%",
+    f: r.sensor ? pct(r.sensor.f) : "15%",
+    attacks: r.attacks,
+    decoys: r.decoys,
+    relocations: r.relocations,
+    turns: r.max_turns,
+    horcruxes: r.horcruxes,
+  };
   const close = () => {
     localStorage.setItem(GUIDE_KEY, String(Date.now()));
     screen.guide = false;
     renderGame(screen);
   };
+  // the same four sentences as the terminal's `guide`, for this seat's player
+  const ids = ["guide-search", "guide-attack", "guide-decoy", "guide-move"];
+  const lines = (WORDS.guide[seat] || []).map((text, i) => h("li", { "data-testid": ids[i] }, fill(text, vars)));
+  if (seat === "harry" && r.allies && r.allies.dumbledore && lines[1]) lines[1].append(" Dumbledore's reveal tells the truth of one location.");
   return h(
     "div",
-    { class: "panel guide", "data-testid": "guide", role: "note" },
-    h("h2", {}, "Before you start: four things the rules do"),
-    h(
-      "ul",
-      { class: "howto" },
-      h("li", { "data-testid": "guide-search" }, `Search (S) asks a location: where something is hidden a search says positive ${d} of the time, but an empty location also says positive ${f} of the time. One positive proves little; several, with few negatives, say more.`),
-      h("li", { "data-testid": "guide-attack" }, `Attack (A) spends one of ${r.attacks} attacks and destroys a Horcrux only if one is there at that moment${r.allies && r.allies.dumbledore ? "; Dumbledore's reveal tells the truth of one location" : ""}.`),
-      h("li", { "data-testid": "guide-decoy" }, `Decoys: Voldemort may plant ${r.decoys} decoys; a decoy answers a search like a Horcrux, so positives pile up on it, and an attack there is wasted.`),
-      h("li", { "data-testid": "guide-move" }, `Voldemort sees your searches: after a positive at a real Horcrux he may move it (${r.relocations} times a game), so the place may be empty when you attack. Strike soon after strong evidence, and distrust positives that stop coming.`),
-    ),
+    { class: "panel guide", "data-testid": "guide", "data-seat": seat, role: "note" },
+    h("h2", {}, seat === "voldemort" ? "Before you start: how you hide the Horcruxes" : "Before you start: four things the rules do"),
+    h("ul", { class: "howto" }, lines),
     h("div", { class: "row" }, h("button", { class: "primary", "data-testid": "guide-dismiss", onclick: close }, "Got it")),
   );
 }
@@ -860,7 +1003,7 @@ function pacePanel(screen) {
     h(
       "div",
       { class: "row" },
-      h("button", { "data-testid": "pace-toggle", onclick: set(() => { p.playing = !p.playing; }) }, p.playing ? "Pause" : "Play"),
+      h("button", { "data-testid": "pace-toggle", disabled: over && !behind, onclick: set(() => { p.playing = !p.playing; }) }, p.playing && !(over && !behind) ? "Pause" : "Play"),
       h("button", { "data-testid": "pace-step", disabled: !behind, onclick: set(() => { p.playing = false; p.shown += 1; }) }, "Step"),
       h("button", { "data-testid": "pace-live", disabled: !behind, onclick: set(() => { p.shown = n; }) }, "Live"),
     ),
@@ -967,7 +1110,7 @@ async function play(screen, action) {
     if (r.data.game.status === "over") markOver(screen.id);
     const ev = r.data.event;
     const result = ev && ev.observations && ev.observations.length ? `: ${resultOf(action, ev.observations)}` : "";
-    const why = ev && ev.observations ? whyWasted(r.data.game.view.history, { turn: ev.turn ?? g.view.turn, observations: ev.observations }) : null;
+    const why = ev && ev.observations ? whyWasted(r.data.game.view.history, { turn: ev.turn ?? g.view.turn, observations: ev.observations }, voiceOf(g), g.view.rules) : null;
     screen.note = { text: `You ${describeAction(action)}${result}.${why ? ` ${why}` : ""}`, kind: "info" };
   } catch (err) {
     if (current !== screen) return;
@@ -1079,7 +1222,7 @@ function harryPanel(screen) {
   const g = screen.game;
   const v = g.view;
   const allies = Object.entries(v.allies).map(([name, a]) =>
-    h("dd", {}, `${cap(name)}: ${a.available ? "ready" : a.uses_left === 0 ? "used up" : `rests ${a.rest} more turn${a.rest === 1 ? "" : "s"}`}${a.uses_left === null || a.uses_left === undefined ? "" : `, ${a.uses_left} use${a.uses_left === 1 ? "" : "s"} left`}`),
+    h("dd", {}, `${cap(name)}: ${a.available ? "ready" : a.uses_left === 0 ? "used up" : `rests ${a.rest} more turn${a.rest === 1 ? "" : "s"}`}${a.uses_left === null || a.uses_left === undefined || a.uses_left === 0 ? "" : `, ${a.uses_left} use${a.uses_left === 1 ? "" : "s"} left`}`),
   );
   const toggle = h("button", { "data-testid": "belief-toggle", class: screen.showBelief ? "on" : "", onclick: () => { screen.showBelief = !screen.showBelief; renderGame(screen); } }, screen.showBelief ? "Hide the evidence map" : "Show the evidence map", h("kbd", {}, "B"));
   return h(
@@ -1100,7 +1243,7 @@ function harryPanel(screen) {
           "p",
           { class: "muted", "data-testid": "belief-source" },
           screen.beliefSource === "ai"
-            ? "Shading: what an AI Harry (the planner) believes on your evidence: each location's chance of a real Horcrux, with Voldemort's relocations and decoys priced in."
+            ? "Shading: what the strongest AI Harry believes on your evidence: each location's chance of a real Horcrux, with Voldemort's relocations and decoys priced in."
             : "Shading: each location's chance by Bayes on Harry's own evidence (independent locations), until the AI Harry's map arrives.",
         )
       : null,
@@ -1121,8 +1264,8 @@ function voldemortPanel(screen) {
       { class: "stats" },
       h("dt", {}, "Horcruxes"), h("dd", { "data-testid": "truth" }, v.horcrux_locations.map(place).join(", ") || "none left"),
       h("dt", {}, "Decoys"), h("dd", {}, v.decoy_locations.map(place).join(", ") || "none"),
-      h("dt", {}, "Charges"), h("dd", {}, `${v.relocations_left} relocations, ${v.decoys_left} decoys`),
-      h("dt", {}, "Harry's attacks"), h("dd", {}, `${v.attacks_left} left; ${v.horcruxes_destroyed} destroyed`),
+      h("dt", {}, "Charges"), h("dd", { "data-testid": "charges" }, `${plural(v.relocations_left, "move")} of a Horcrux, ${plural(v.decoys_left, "decoy")} left`),
+      h("dt", {}, "Harry's attacks"), h("dd", {}, `${v.attacks_left} left; ${plural(v.horcruxes_destroyed, "Horcrux", "Horcruxes")} destroyed`),
       h("dt", {}, "Harry's last move"), h("dd", { "data-testid": "last-harry" }, last ? `turn ${last.turn}: ${describeAction(last.action)}: ${resultOf(last.action, last.observations)}` : "none yet"),
       h("dt", {}, "His evidence points to"), h("dd", {}, top.length ? top.map(place).join(", ") : "nowhere yet"),
     ),
@@ -1130,8 +1273,9 @@ function voldemortPanel(screen) {
 }
 
 // After an attack that destroyed nothing: one line on what it can mean, from Harry's own
-// history before that turn (his positives there), never from anything he cannot see.
-function whyWasted(history, rec) {
+// history before that turn (his positives there), never from anything he cannot see; said
+// to the one who reads it (`voice`: harry, voldemort or spectator), in words.json's phrases
+function whyWasted(history, rec, voice, rules) {
   const att = rec.observations.find((o) => o.kind === "attack");
   if (!att || att.outcome === "destroyed") return null;
   const at = att.location;
@@ -1139,25 +1283,33 @@ function whyWasted(history, rec) {
   const pos = [];
   for (const r of before) for (const o of r.observations) if (o.kind === "search" && o.location === at && o.outcome === "positive") pos.push(r.turn);
   const n = pos.length;
-  const last = n ? pos[n - 1] : null;
-  if (att.outcome === "decoy")
-    return `A decoy at ${place(at)}: Voldemort plants decoys where your evidence points, and a decoy answers a search like a Horcrux${n ? ` (${n} positive${n === 1 ? "" : "s"} here)` : ""}; the attack is spent.`;
-  if (last !== null)
-    return `Nothing at ${place(at)}: a Horcrux there may have been moved after your positive at turn ${last} (Voldemort may move one after a positive), or the positives were false alarms (15% each).`;
-  return `Nothing at ${place(at)}: no search of yours had pointed here.`;
+  const words = WORDS.wasted || {};
+  const said = words[voice] || words.harry;
+  if (!said) return null;
+  const vars = {
+    place: place(at),
+    turn: n ? pos[n - 1] : "",
+    f: rules && rules.sensor ? pct(rules.sensor.f) : "15%",
+    positives: n ? fill(n === 1 ? words.positives : words.positives_many, { n }) : "",
+  };
+  if (att.outcome === "decoy") return fill(said.decoy, vars);
+  return fill(n ? said.moved : said.unpointed, vars);
 }
+const voiceOf = (g) => (g.your_seat === "voldemort" ? "voldemort" : g.your_seat === "harry" ? "harry" : "spectator");
 
 function logPanel(screen) {
   const v = screen.game.view;
-  const items = [...v.history].reverse().map((rec) =>
-    h(
+  const voice = voiceOf(screen.game);
+  const items = [...v.history].reverse().map((rec) => {
+    const why = whyWasted(v.history, rec, voice, v.rules);
+    return h(
       "li",
       {},
       h("b", { class: "turn" }, `Turn ${rec.turn}`),
       ` Harry ${describeAction(rec.action)}: ${resultOf(rec.action, rec.observations)}`,
-      whyWasted(v.history, rec) ? h("span", { class: "why", "data-testid": "why-wasted" }, whyWasted(v.history, rec)) : null,
-    ),
-  );
+      why ? h("span", { class: "why", "data-testid": "why-wasted" }, why) : null,
+    );
+  });
   // one label per item, the turn's (a numbered list would repeat it, and cut it past 9)
   return h("div", { class: "panel" }, h("h3", {}, "Harry's log"), items.length ? h("ul", { class: "log plain", "data-testid": "log" }, items) : h("p", { class: "muted" }, "No move yet."));
 }
@@ -1200,7 +1352,9 @@ async function endTruth(screen, box) {
     if (st.actor === "voldemort" && st.action && st.action.type !== "pass") lines.push(h("li", {}, h("b", { class: "turn" }, `Turn ${st.turn}`), ` Voldemort ${describeAction(st.action)}`));
   }
   const last = steps[steps.length - 1];
-  lines.push(h("li", {}, h("b", { class: "turn" }, "End"), ` Horcruxes left at ${last.horcruxes.map(place).join(", ") || "none"}; decoys at ${last.decoys.map(place).join(", ") || "none"}`));
+  const left = last.horcruxes.length ? `${last.horcruxes.length === 1 ? "One Horcrux left, at" : "Horcruxes left at"} ${last.horcruxes.map(place).join(", ")}` : "No Horcrux left";
+  const decoys = last.decoys.length ? `${last.decoys.length === 1 ? "a decoy at" : "decoys at"} ${last.decoys.map(place).join(", ")}` : "no decoy standing";
+  lines.push(h("li", { "data-testid": "end-state" }, h("b", { class: "turn" }, "End"), ` ${left}; ${decoys}.`));
   box.replaceChildren(h("h3", {}, "Where everything really was"), h("ul", { class: "log plain" }, lines));
 }
 async function rematch(g) {
@@ -1404,7 +1558,7 @@ function renderReplay(screen) {
       h(
         "div",
         { class: "panel" },
-        h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · turn ${s.turn}`), h("span", {}, what)),
+        h("div", { class: "status" }, h("b", { "data-testid": "replay-step" }, `Step ${i} / ${steps.length - 1} · ${s.actor === "setup" ? "the start" : `turn ${Math.min(Math.max(1, s.turn), rules.max_turns)} of ${rules.max_turns}`}`), h("span", {}, what)),
         slider,
         h("div", { class: "row" }, h("button", { "data-testid": "replay-play", "data-playing": String(Boolean(screen.playing)), onclick: () => replayPlay(screen, !screen.playing) }, screen.playing ? "Pause" : "Play"), h("span", { class: "muted" }, "← → step, Home / End; Play: one step a second.")),
       ),
@@ -1421,15 +1575,15 @@ function renderReplay(screen) {
             "p",
             { class: "muted", "data-testid": "replay-belief-says" },
             fromApi
-              ? `An AI Harry's map (the planner, GET /games/{id}/belief?turn=${n}) on Harry's evidence before turn ${n}: ${map.entropy.toFixed(2)} bits; the chances add up to ${total.toFixed(2)}, the Horcruxes left (${s.horcruxes.length}).`
+              ? `What the strongest AI Harry would believe on Harry's evidence ${n > 1 ? `after his move at turn ${n - 1}` : "at the start"}: ${unsure(map.entropy, rules)}; the chances add up to ${total.toFixed(2)}, the Horcruxes left (${s.horcruxes.length}).`
               : map && map.error
                 ? `The AI's map could not be read (${map.error}); shown: the page's own estimate (independent locations).`
                 : "Reading the AI's map; until it arrives: the page's own estimate (independent locations).",
           ),
-          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `This game's AI Harry, as it chose its move at turn ${aiBelief.turn}: ${aiBelief.entropy.toFixed(2)} bits; top ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
+          aiBelief ? h("p", { class: "muted", "data-testid": "ai-belief" }, `This game's AI Harry, as it chose its move at turn ${aiBelief.turn}: ${unsure(aiBelief.entropy, rules)}; most likely ${aiBelief.top.map((t) => `${place(t.location)} ${Math.round(t.p * 100)}%`).join(", ")}`) : null,
         ),
       ),
-      h("div", { class: "panel" }, h("h3", {}, "The entropy race: Harry's uncertainty per turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "an AI Harry's map on Harry's evidence after each of his moves (bits)" : beliefs.length ? "AI Harry's belief (bits)" : "Harry's evidence (bits)"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
+      h("div", { class: "panel" }, h("h3", {}, "How unsure Harry was, turn by turn"), entropyChart(screen, steps, beliefs, rules), h("p", { class: "legend" }, h("span", {}, h("i", { class: "sw gold" }), screen.beliefsLoaded ? "how unsure an AI Harry would be on Harry's evidence after each of his moves" : beliefs.length ? "how unsure the AI Harry was" : "how unsure Harry's evidence leaves him"), h("span", {}, h("i", { class: "sw red" }), "Voldemort relocated"), h("span", {}, h("i", { class: "sw violet" }), "decoy planted"), h("span", {}, h("i", { class: "sw blue" }), "this step"))),
       h(
         "div",
         { class: "panel" },
@@ -1441,22 +1595,33 @@ function renderReplay(screen) {
     ),
   );
 }
+// a move's label as the decision notes keep it (`plant_decoy Knockturn`) in words
+const moveWords = (label) =>
+  String(label || "")
+    .replace(/^plant_decoy\b/, "planted a decoy at")
+    .replace(/^relocate\b/, "moved a Horcrux:")
+    .replace(/^search\b/, "searched")
+    .replace(/^attack\b/, "attacked")
+    .replace(/^pass\b/, "passed")
+    .replace(/_/g, " ");
 // the AI seats' decisions (the replay's `decisions`): the one behind this step, and a tally
 function decisionPanel(notes, step) {
   if (!notes.length) return h("div", { class: "panel", "data-testid": "decision" }, h("h3", {}, "AI decisions"), h("p", { class: "muted" }, "No AI seat in this game: people made every move."));
   const tally = {};
   for (const n of notes) {
-    const key = `${seatName(n.seat)} at tier ${n.tier}${n.source === "llm" || n.source === "fallback" ? ` (${n.source})` : ""}`;
+    const key = `${seatName(n.seat)}${n.tier === "zero" ? " without a model" : " with a model"}${n.source === "fallback" ? " (fell back)" : ""}`;
     tally[key] = (tally[key] || 0) + 1;
   }
   const note = notes.find((n) => n.seat === step.actor && n.turn === step.turn);
   const rows = [];
   if (!note) rows.push(h("p", { class: "muted", "data-testid": "decision-none" }, step.actor === "setup" ? "Step through the game to see each AI move's decision." : `${seatName(step.actor)} is a person here: no AI decision.`));
   else {
-    const who = { planner: "the planner (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
-    const facts = [["brain", note.brain], ["gate tier", note.tier], ["chosen by", who], ["played", note.move]];
-    if (note.llm_move && note.llm_move !== note.move) facts.push(["the model's move", note.llm_move]);
-    if (note.planner_move) facts.push(["the planner's move", note.planner_move]);
+    const who = { planner: "its own exact odds (no model call)", rule: "its rule (no model call)", llm: "the model", fallback: `the fallback (${note.fallback_reason || "no playable move"})`, heuristic: "the heuristic", explore: "exploration" }[note.source] || note.source;
+    const level = levelOf(note.seat, note.brain);
+    const memory = { zero: "none: sure enough to play without a model", compressed: "a short summary", full: "the whole working memory" }[note.tier] || note.tier;
+    const facts = [["AI", `${level ? `${level.label}: ` : ""}${brainSays(note.seat, note.brain) || note.brain}`], ["memory it used", memory], ["chosen by", who], ["played", step.action ? describeAction(step.action) : moveWords(note.move)]];
+    if (note.llm_move && note.llm_move !== note.move) facts.push(["the model's move", moveWords(note.llm_move)]);
+    if (note.planner_move) facts.push(["without the model it would have", moveWords(note.planner_move)]);
     if (note.tokens_in || note.tokens_out) facts.push(["tokens", `${note.tokens_in} in, ${note.tokens_out} out`]);
     facts.push(["latency", `${(note.latency_ms || 0).toFixed(1)} ms`]);
     rows.push(h("dl", { class: "stats", "data-testid": "decision-facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
@@ -1508,7 +1673,7 @@ function entropyChart(screen, steps, beliefs, rules) {
     el.textContent = text;
     chart.append(el);
   };
-  label(pad + 2, pad - 8, `${maxE.toFixed(1)} bits`);
+  label(pad + 2, pad - 8, "no idea");
   label(W - pad - 40, H - 8, `turn ${maxT}`);
   label(pad, H - 8, "turn 1");
   return chart;
@@ -1519,4 +1684,4 @@ window.addEventListener("hashchange", route);
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden && current && current.kind === "game" && current.game && current.game.status !== "over") refreshSoon(current);
 });
-loadConfig().then(route);
+loadConfig().then(loadWords).then(route);

@@ -1,6 +1,7 @@
 """The browser client's static files: versioned names, content types, cache and security headers.
 
-The page is three files in this package (`index.html`, `app.js`, `style.css`), no build step.
+The page is four files in this package (`index.html`, `app.js`, `style.css` and the players'
+words, `words.json`, which the terminal client reads too), no build step.
 `site_files()` renders the site as it is served: each asset under a content-hashed name
 (`app.<sha256[:12]>.js`, cached for a year as immutable) and `index.html` rewritten to
 point at those names (`no-cache`: always revalidated, so a new deploy is seen at once).
@@ -21,6 +22,7 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 ASSETS: Mapping[str, str] = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "words.json": "application/json; charset=utf-8",  # the players' words (app.js reads it)
 }
 INDEX = "index.html"
 INDEX_TYPE = "text/html; charset=utf-8"

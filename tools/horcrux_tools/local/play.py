@@ -21,6 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from horcrux.rules import display_name
+from horcrux.web.words import (
+    brain_sentence,
+    fill,
+    level_of,
+    level_sentence,
+    pct,
+    unsure,
+    why_wasted,
+    words,
+)
 from horcrux_tools.local.client import ApiError, ApiUnavailable, HorcruxClient
 from horcrux_tools.local.player import player_file, player_key
 
@@ -44,25 +54,48 @@ _SHORT = {
     "the-burrow": "BUR",
 }
 
-HARRY_HELP = """\
-Harry's moves (locations: a unique prefix or a short name from the board):
-  search L            look for a Horcrux at L (positive 80% if something is there, 15% if not)
-  attack L            spend an attack at L (destroys a Horcrux, removes a decoy, or nothing)
-  ron A B             Ron searches two locations (standard rules)
-  hermione L          Hermione's sharper search (95% / 5%)
-  dumbledore L        Dumbledore reveals exactly what is at L (twice a game)"""
-VOLDEMORT_HELP = """\
-Voldemort's moves:
-  relocate A B        move the Horcrux at A to the free location B
-  decoy L             plant a decoy at the free location L
-  pass                do nothing"""
-COMMON_HELP = """\
-Other commands:
-  board               the board with your signals per location
-  history             your history, turn by turn
-  beliefs             the belief map an AI Harry (the planner) holds on the same evidence
-  help                this help
-  quit                leave (the game stays on the server; with --local it ends with it)"""
+
+def _rule_values(rules: Payload) -> dict[str, object]:
+    """The numbers the shared phrases (horcrux.web.words) take from a game's rules."""
+    sensor = rules.get("sensor") or {}
+    return {
+        "d": pct(sensor.get("d", 0.8)),
+        "f": pct(sensor.get("f", 0.15)),
+        "attacks": rules.get("attacks", 7),
+        "decoys": rules.get("decoys", 3),
+        "relocations": rules.get("relocations", 3),
+        "turns": rules.get("max_turns", 50),
+        "horcruxes": rules.get("horcruxes", 3),
+    }
+
+
+def help_text(seat: str, rules: Payload | None = None) -> str:
+    """The seat's commands, in words.json's phrases (the page says the same things)."""
+    said = words()["help"]
+    values = _rule_values(rules or {})
+    title = "Harry's moves" if seat == "harry" else "Voldemort's moves"
+    lines = [f"{title} (locations: a unique prefix or a short name from the board):"]
+    lines += [f"  {cmd:<18}  {fill(text, values)}" for cmd, text in said[seat]]
+    lines.append("Other commands:")
+    lines += [f"  {cmd:<18}  {fill(text, values)}" for cmd, text in said["common"]]
+    return "\n".join(lines)
+
+
+def guide_text(seat: str, rules: Payload | None = None) -> str:
+    """The seat's first-game guide: the page's four sentences."""
+    values = _rule_values(rules or {})
+    return "\n".join(f"  - {fill(line, values)}" for line in words()["guide"][seat])
+
+
+def opponent_words(seat: str, info: Payload) -> str:
+    """Who plays `seat`, in players' words: an AI's level (or its sentence), or a person."""
+    if info.get("kind") != "ai":
+        return "a person"
+    brain = str(info.get("brain") or "")
+    level = level_of(seat, brain)
+    if level is not None:
+        return f"the {level['label']} AI {seat.capitalize()} ({level_sentence(level).rstrip('.')})"
+    return f"an AI {seat.capitalize()} ({brain_sentence(seat, brain) or brain})"
 
 
 class InputError(ValueError):
@@ -294,9 +327,9 @@ def render_beliefs(game: Payload) -> str:
     truth = view.get("seat") == "voldemort"
     horcruxes = set(view.get("horcrux_locations") or ())
     decoys = set(view.get("decoy_locations") or ())
-    head = "the planner's belief on Harry's evidence (P a Horcrux is there)"
+    head = "what an AI Harry would believe on Harry's evidence (the chance a Horcrux is there)"
     if report.entropy is not None:
-        head += f"; entropy {report.entropy:.2f} bits"
+        head += f"; {unsure(report.entropy, len(view['rules']['locations']))}"
     lines = [f"  {head}"]
     for loc, p in sorted(report.occupancy.items(), key=lambda kv: (-kv[1], kv[0])):
         bar = "#" * round(p * 30)
@@ -305,7 +338,7 @@ def render_beliefs(game: Payload) -> str:
             mark = "  <- HORCRUX" if loc in horcruxes else "  <- decoy" if loc in decoys else ""
         lines.append(f"  {codes.get(loc, '?'):3}  {display_name(loc):<18} {p:5.2f} {bar}{mark}")
     if report.suggestion is not None:
-        lines.append(f"  the planner would play: {describe_action(report.suggestion)}")
+        lines.append(f"  the AI Harry would play: {describe_action(report.suggestion)}")
     return "\n".join(lines)
 
 
@@ -340,17 +373,20 @@ def render_replay(replay: Payload, seat: str) -> str:
             )
         )
     final = steps[-1]
+    left = ", ".join(final["horcruxes"])
+    decoys = ", ".join(final["decoys"])
     lines.append(
-        f"  at the end: Horcruxes at {', '.join(final['horcruxes']) or 'none'}"
-        f"; decoys at {', '.join(final['decoys']) or 'none'}"
+        f"  at the end: {f'Horcruxes left at {left}' if left else 'no Horcrux left'}"
+        f"; {f'decoys at {decoys}' if decoys else 'no decoy standing'}"
     )
     history = replay.get("belief_history") or []
     if history:
         point = history[-1]
         top = ", ".join(f"{t['location']} {t['p']:.2f}" for t in point["top"])
+        locations = len(data.get("rules", {}).get("locations") or []) or 15
         lines.append(
-            f"  AI Harry's last belief (turn {point['turn']}): entropy {point['entropy']:.2f}"
-            f" bits; top {top}"
+            f"  AI Harry's last belief (turn {point['turn']}): "
+            f"{unsure(point['entropy'], locations)}; most likely {top}"
         )
     return "\n".join(lines)
 
@@ -411,6 +447,7 @@ class Session:
                     f"Harry (turn {record['turn']}): {describe_action(record['action'])} -> "
                     f"{describe_observations(record['observations'])}"
                 )
+                self._explain(history, record)
         elif self.game["status"] != "over":
             self.say("Voldemort has played his turn (you are never told what he did).")
 
@@ -427,8 +464,10 @@ class Session:
         """Run one line; True when the game should be read again (a move was applied)."""
         word = line.split(maxsplit=1)[0].lower()
         if word in ("help", "h", "?"):
-            self.say(HARRY_HELP if self.seat == "harry" else VOLDEMORT_HELP)
-            self.say(COMMON_HELP)
+            self.say(help_text(self.seat, self.game["view"]["rules"]))
+            return False
+        if word == "guide":
+            self.say(guide_text(self.seat, self.game["view"]["rules"]))
             return False
         if word == "board":
             self.say(render_board(self.game))
@@ -462,20 +501,30 @@ class Session:
         event = reply.get("event") or {}
         if self.seat == "harry":
             self.say(f"-> {describe_observations(event.get('observations') or [])}")
+            if event.get("observations"):
+                self._explain(self.game["view"]["history"], event)
         else:
             self.say(f"-> done: {describe_action(action)}")
         return True
+
+    def _explain(self, history: list[Payload], record: Payload) -> None:
+        """After an attack that destroyed nothing: what it can mean, said to this seat."""
+        if "turn" not in record:
+            return
+        sensor = self.game["view"]["rules"].get("sensor") or {}
+        said = why_wasted(history, record, self.seat, display_name, sensor.get("f", 0.15))
+        if said:
+            self.say(f"   {said}")
 
     def run(self) -> int:
         self.game = self.client.game(self.game_id, self.token)
         mode = "standard" if self.game["rules"] == "standard" else self.game["rules"]
         other = self.game["seats"][self.opponent]
-        against = f"AI {self.opponent.capitalize()}" if other["kind"] == "ai" else "a person"
-        if other.get("brain"):
-            against += f" ({other['brain']})"
+        against = opponent_words(self.opponent, other)
         self.say(
             f"Horcrux Hunt: game {self.game_id}, {mode} rules. "
-            f"You are {self.seat.capitalize()} against {against}. Type `help` for commands."
+            f"You are {self.seat.capitalize()} against {against}. "
+            "Type `help` for the commands, `guide` for what the rules do."
         )
         self.say(render_board(self.game))
         while True:
@@ -504,7 +553,11 @@ class Session:
                 " server, which stops now and takes its data with it (to keep a game, run"
                 " `horcrux serve` and `horcrux play` against it)."
             )
-        return f"Left game {self.game_id}; it stays on the server (your token: {self.token})."
+        return (
+            f"Left game {self.game_id}; it stays on the server. To go on with it: "
+            f"horcrux play --api {self.client.base_url} --resume={self.game_id} "
+            f"--token={self.token}"
+        )
 
     def _finish(self) -> int:
         self.say()
@@ -515,6 +568,19 @@ class Session:
 
 class NoFreeSeat(Exception):
     """`--join` a game whose human seats are all taken (or that has none)."""
+
+
+class NotYourGame(Exception):
+    """`--resume` with a token that holds no seat of the game."""
+
+
+def resumed_seat(client: HorcruxClient, game_id: str, token: str) -> str:
+    """The seat `token` holds in `game_id` (a 401 from the API if it holds none)."""
+    game = client.game(game_id, token)
+    seat = game.get("your_seat")
+    if seat not in ("harry", "voldemort"):
+        raise NotYourGame(f"that token holds no seat of game {game_id}")
+    return str(seat)
 
 
 def start_session(
@@ -564,6 +630,7 @@ def play(
     voldemort: str | None = None,
     seed: int | None = None,
     join: str | None = None,
+    resume: tuple[str, str] | None = None,
     out: TextIO = sys.stdout,
     inp: TextIO = sys.stdin,
     err: TextIO = sys.stderr,
@@ -572,19 +639,24 @@ def play(
 ) -> int:
     """`horcrux play` against the API at `api`; the exit status. Without `seat` a new game
     seats the person as Harry, and `join` takes the game's free seat. `ephemeral`: the
-    server is this command's own (`--local`), gone when it ends."""
+    server is this command's own (`--local`), gone when it ends. `resume`: (game id, seat
+    token) of a game left earlier: the person goes on in the seat that token holds."""
     client = HorcruxClient(api)
     try:
-        game_id, token, seat, player = start_session(
-            client,
-            seat=seat,
-            rules=rules,
-            harry=harry,
-            voldemort=voldemort,
-            seed=seed,
-            join=join,
-            player_key=player_key(),
-        )
+        if resume is not None:
+            game_id, token = resume
+            seat, player = resumed_seat(client, game_id, token), None
+        else:
+            game_id, token, seat, player = start_session(
+                client,
+                seat=seat,
+                rules=rules,
+                harry=harry,
+                voldemort=voldemort,
+                seed=seed,
+                join=join,
+                player_key=player_key(),
+            )
         if player:
             print(f"You play as {player} (your id across games; key in {player_file()})", file=out)
         if on_ready is not None:
@@ -610,7 +682,7 @@ def play(
     except ApiError as exc:
         print(f"horcrux play: {exc.status} {exc.code}: {exc.message}", file=err)
         return 1
-    except (TimeoutError, NoFreeSeat) as exc:
+    except (TimeoutError, NoFreeSeat, NotYourGame) as exc:
         print(f"horcrux play: {exc}", file=err)
         return 1
 
@@ -637,7 +709,10 @@ def play_local(**kwargs: Any) -> int:
 __all__ = [
     "InputError",
     "NoFreeSeat",
+    "NotYourGame",
     "Session",
+    "guide_text",
+    "help_text",
     "parse_action",
     "planner_belief",
     "play",
@@ -646,6 +721,7 @@ __all__ = [
     "render_board",
     "render_replay",
     "resolve_location",
+    "resumed_seat",
     "short_names",
     "start_session",
 ]
