@@ -143,6 +143,11 @@ def worker_id() -> str:
     return f"{node or os.uname().nodename}:{os.getpid()}"
 
 
+def where(_: Any = None) -> str:
+    """A task that returns the worker it ran on (`worker_id`): which nodes play a batch."""
+    return worker_id()
+
+
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -200,9 +205,10 @@ class Engine(ABC):
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
+        self.tally = Tally()
 
     def describe(self) -> str:
-        return f"{self.name}, {self.workers} worker(s)"
+        return f"{self.name}, {self.workers} worker(s){self.tally.nodes_line()}"
 
     def run(self, job: Job, *, skip: Collection[str] = ()) -> Iterator[Outcome]:
         """Yield an Outcome per task not in `skip`, as each finishes; then raise
@@ -230,6 +236,7 @@ class Engine(ABC):
                 for o in outcomes:
                     if o.error is None:
                         chunker.observe(o.seconds)
+                        self.tally.add(o)
                         yield o
                         continue
                     tries[o.key] = tries.get(o.key, 0) + 1
@@ -348,6 +355,11 @@ class Tally:
     def nodes(self) -> set[str]:
         return {w.rsplit(":", 1)[0] for w in self.by_worker}
 
+    def nodes_line(self) -> str:
+        """`, on N nodes` where tasks ran on more than one machine (a Ray cluster)."""
+        n = len(self.nodes())
+        return f", on {n} nodes" if n > 1 else ""
+
 
 __all__ = [
     "ENGINES",
@@ -362,5 +374,6 @@ __all__ = [
     "Tally",
     "make_engine",
     "run_chunk",
+    "where",
     "worker_id",
 ]

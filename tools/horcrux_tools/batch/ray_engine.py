@@ -48,9 +48,12 @@ class RayEngine(Engine):
 
     def describe(self) -> str:
         where = f"cluster {self.address}" if self.address else "local Ray"
-        return f"ray ({where}), {self.workers} worker(s)"
+        return f"ray ({where}), {self.workers} worker(s){self.tally.nodes_line()}"
 
     def _open(self, job: Job) -> None:
+        if not self.address:  # read when ray is first imported: set before it
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray = self._ray = import_ray()
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {
@@ -61,8 +64,6 @@ class RayEngine(Engine):
             if self.address:
                 kwargs["address"] = self.address
             else:
-                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
                 kwargs["num_cpus"] = self.workers
                 kwargs["object_store_memory"] = OBJECT_STORE_BYTES
             ray.init(**kwargs)
