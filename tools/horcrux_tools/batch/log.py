@@ -4,12 +4,14 @@ resumes where it stopped (`--resume`) with nothing played or counted twice.
 The first line names the batch (`{"batch": meta}`: the command's parameters); each other
 line is one task's result (`{"key": KEY, "value": VALUE}`). Resuming reads the results
 back (one per key: a key written twice counts once; a last line cut off by the interrupt
-is dropped and its task played again) and refuses a log whose batch differs.
+is dropped and its task played again), writes them again whole, and refuses a log whose
+batch differs.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,11 +27,14 @@ class ResultLog:
         self.done: dict[str, Any] = {}
         if resume and path.exists():
             self.done = self._read()
-            self._fh: IO[str] = path.open("a")
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = path.open("w")
-            self._line({"batch": self.meta})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = path.with_name(path.name + ".tmp")  # written again whole, then swapped in
+        with fresh.open("w") as fh:
+            fh.write(json.dumps({"batch": self.meta}) + "\n")
+            for key, value in self.done.items():
+                fh.write(json.dumps({"key": key, "value": value}) + "\n")
+        os.replace(fresh, path)
+        self._fh: IO[str] = path.open("a")
 
     def _read(self) -> dict[str, Any]:
         lines = self.path.read_text().split("\n")
@@ -51,9 +56,6 @@ class ResultLog:
                     )
                 continue
             done[row["key"]] = row["value"]
-        if lines and lines[-1].strip():  # a cut-off line: the next write starts a new one
-            with self.path.open("a") as fh:
-                fh.write("\n")
         return done
 
     def _line(self, row: dict[str, Any]) -> None:
