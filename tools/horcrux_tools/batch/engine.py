@@ -70,6 +70,8 @@ class Job:
     initializer: Callable[..., None] | None = None
     initargs: tuple[Any, ...] = ()
     retries: int = 2
+    chunk: int | None = None
+    """Tasks a chunk, fixed (benchmarks); None: `Chunker`'s adaptive size."""
 
     def __post_init__(self) -> None:
         keys = [k for k, _ in self.tasks]
@@ -206,6 +208,16 @@ class Engine(ABC):
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self.tally = Tally()
+        self._held = False
+
+    def __enter__(self) -> Engine:
+        """Keep the workers (the pool, the Ray connection) up across runs until exit."""
+        self._held = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._held = False
+        self._close(cancel=exc[0] is not None)
 
     def describe(self) -> str:
         return f"{self.name}, {self.workers} worker(s){self.tally.nodes_line()}"
@@ -226,7 +238,7 @@ class Engine(ABC):
         try:
             while pending or in_flight:
                 while pending and len(in_flight) < 2 * self.workers:
-                    n = chunker.size(len(pending))
+                    n = min(job.chunk, len(pending)) if job.chunk else chunker.size(len(pending))
                     items = [pending.popleft() for _ in range(n)]
                     in_flight[self._submit(job, items)] = items
                 handle, outcomes = self._next()
@@ -246,7 +258,8 @@ class Engine(ABC):
                         failures[o.key] = o.error
             ok = True
         finally:
-            self._close(cancel=not ok)
+            if not ok or not self._held:
+                self._close(cancel=not ok)
         if failures:
             raise BatchFailed(failures)
 
@@ -286,8 +299,7 @@ class LocalEngine(Engine):
         self._count = 0
 
     def _open(self, job: Job) -> None:
-        self._count = 0
-        if not self.inline or (self.workers > 1 and len(job.tasks) > 1):
+        if self._pool is None and (not self.inline or (self.workers > 1 and len(job.tasks) > 1)):
             ctx = multiprocessing.get_context("spawn")
             self._pool = ctx.Pool(self.workers, initializer=_ignore_sigint)
 

@@ -70,7 +70,8 @@ class RayEngine(Engine):
             self._started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = min(self._requested, cpus) if self._requested else cpus
-        self._remote = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
         self._refs = {}
 
     def _submit(self, job: Job, items: list[tuple[str, Any]]) -> Handle:
@@ -98,6 +99,7 @@ class RayEngine(Engine):
                 with contextlib.suppress(Exception):  # already finished or gone
                     ray.cancel(ref, force=True)
         self._refs = {}
+        self._remote = None
         if self._started:
             ray.shutdown()
             self._started = False
