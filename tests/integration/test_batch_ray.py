@@ -226,3 +226,23 @@ def test_a_two_node_cluster_plays_a_batch_by_address_on_loopback_only(
         assert off_loopback(ours) == []
     finally:
         cluster.shutdown()
+
+
+def test_the_aws_cluster_config_is_valid_for_ray(ray_env: Any) -> None:
+    """infra/ray/cluster.yaml against Ray's own cluster-config schema (the launcher's check
+    before it starts anything); every node installs the tools with the [ray] extra from
+    this repository and Ray of the pinned version."""
+    import jsonschema
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    config = yaml.safe_load((root / "infra" / "ray" / "cluster.yaml").read_text())
+    schema = json.loads(
+        (Path(ray_env.__file__).parent / "autoscaler" / "ray-schema.json").read_text()
+    )
+    jsonschema.validate(config, schema)
+    assert config["provider"]["type"] == "aws"
+    assert config["file_mounts"] == {"~/horcrux": "."} and ".venv" in config["rsync_exclude"]
+    setup = " ".join(config["setup_commands"])
+    assert '"$HOME/horcrux/tools[ray]"' in setup and f"ray[default]=={ray_env.__version__}" in setup
+    assert "--dashboard-host=127.0.0.1" in " ".join(config["head_start_ray_commands"])
