@@ -63,7 +63,8 @@ class RayEngine(Engine):
             }
             if self.address:
                 kwargs["address"] = self.address
-            else:
+            else:  # a new Ray of our own, even where `ray start` runs one on this machine
+                kwargs["address"] = "local"
                 kwargs["num_cpus"] = self.workers
                 kwargs["object_store_memory"] = OBJECT_STORE_BYTES
             ray.init(**kwargs)
