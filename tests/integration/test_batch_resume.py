@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import re
 import time
 from pathlib import Path
@@ -84,3 +85,56 @@ def test_ctrl_c_stops_the_local_workers() -> None:
             assert len(multiprocessing.active_children()) == 2
             raise KeyboardInterrupt
     assert multiprocessing.active_children() == []
+
+
+def take_url(urls: Any) -> None:
+    os.environ["BATCH_TEST_URL"] = urls.get()
+
+
+def my_url(_: Any) -> tuple[int, str]:
+    return os.getpid(), os.environ["BATCH_TEST_URL"]
+
+
+@pytest.mark.slow  # a process pool and a manager
+def test_each_local_worker_takes_one_server_url_and_keeps_it() -> None:
+    """The real-model experiment's workers (`llm_experiment.run_jobs`): the initializer takes
+    one URL from a shared queue once per worker process, never once per chunk."""
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        urls = manager.Queue()
+        for url in ("http://127.0.0.1:1", "http://127.0.0.1:2"):
+            urls.put(url)
+        job = Job(my_url, [(str(i), i) for i in range(30)], take_url, (urls,))
+        seen = [o.value for o in LocalEngine(2, inline=False).run(job)]
+    by_pid: dict[int, set[str]] = {}
+    for pid, url in seen:
+        by_pid.setdefault(pid, set()).add(url)
+    assert len(seen) == 30 and all(len(u) == 1 for u in by_pid.values())
+    assert len({next(iter(u)) for u in by_pid.values()}) == len(by_pid)  # distinct URLs
+
+
+def test_an_interrupted_grid_resumes_to_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from horcrux_tools.evaluation.command import LOG_NAME as GRID_LOG
+
+    argv = ["evaluate", "--harry", "naive,gated", "--voldemort", "passive", "--games", "3",
+            "--workers", "1", "--no-plots", "--no-progress"]  # fmt: skip
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert main([*argv, "--out", str(whole)]) == 0
+    real_update = Progress.update
+
+    def interrupt_after_4(self: Progress, n: int = 1) -> None:
+        real_update(self, n)
+        if self.done == 4:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(Progress, "update", interrupt_after_4)
+        with pytest.raises(KeyboardInterrupt):
+            main([*argv, "--out", str(cut)])
+    assert len((cut / GRID_LOG).read_text().splitlines()) == 1 + 4
+    assert main([*argv, "--out", str(cut), "--resume"]) == 0
+    grids = [json.loads((d / "evaluation.json").read_text()) for d in (whole, cut)]
+    for g in grids:
+        g["meta"].pop("seconds")
+    assert grids[0] == grids[1] and not (cut / GRID_LOG).exists()

@@ -14,8 +14,8 @@ import pytest
 from horcrux.errors import HorcruxError
 from horcrux.rules import preset
 from horcrux_tools.batch import BatchFailed, Chunker, Job, LocalEngine, Progress, ResultLog
-from horcrux_tools.batch.command import stream
-from horcrux_tools.batch.engine import Handle, Outcome, make_engine
+from horcrux_tools.batch.command import make_engine, stream
+from horcrux_tools.batch.engine import Handle, Outcome
 from horcrux_tools.batch.ray_engine import import_ray
 from horcrux_tools.cli import main
 from horcrux_tools.sim import run_games

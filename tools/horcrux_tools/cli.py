@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     _family_args(ev, "--harry: default planner; family.json and a section of EVALUATION.md")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    add_engine_args(ev, resume="--family: FAMILY.partial.jsonl in --out")
+    add_engine_args(ev, resume="evaluation.partial.jsonl or family.partial.jsonl in --out")
     ev.set_defaults(func=cmd_evaluate)
 
     sea = sub.add_parser(

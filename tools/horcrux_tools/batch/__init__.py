@@ -10,6 +10,7 @@ only). A task's result depends only on its arguments: callers place results by k
 by completion order, so every back end and every number of workers gives the same report.
 """
 
+from horcrux_tools.batch.command import make_engine
 from horcrux_tools.batch.engine import (
     BatchFailed,
     Chunker,
@@ -18,7 +19,6 @@ from horcrux_tools.batch.engine import (
     LocalEngine,
     Outcome,
     RayMissing,
-    make_engine,
 )
 from horcrux_tools.batch.log import ResultLog
 from horcrux_tools.batch.progress import Progress

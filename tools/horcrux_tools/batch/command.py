@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from horcrux_tools.batch.engine import ENGINES, Engine, Job, make_engine
+from horcrux.errors import HorcruxError
+from horcrux_tools.batch.engine import ENGINES, Engine, Job, LocalEngine
 from horcrux_tools.batch.log import ResultLog
 from horcrux_tools.batch.progress import Progress
 
@@ -37,6 +38,19 @@ def add_engine_args(p: argparse.ArgumentParser, *, resume: str | None = None) ->
             help=f"continue an interrupted batch from its results ({resume}); without it "
             "the batch starts afresh",
         )
+
+
+def make_engine(name: str, *, workers: int | None = None, address: str | None = None) -> Engine:
+    """The back end `name` (`local` or `ray`); `address` joins a running Ray cluster."""
+    if name == "local":
+        if address:
+            raise HorcruxError("--address is Ray's cluster address: use it with --engine ray")
+        return LocalEngine(workers)
+    if name == "ray":
+        from horcrux_tools.batch.ray_engine import RayEngine
+
+        return RayEngine(workers=workers, address=address)
+    raise HorcruxError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
 
 
 def engine_of(args: Any, workers: int | None) -> Engine:
@@ -95,4 +109,4 @@ def stream(
         progress.finish()
 
 
-__all__ = ["add_engine_args", "engine_of", "log_of", "stream"]
+__all__ = ["add_engine_args", "engine_of", "log_of", "make_engine", "stream"]

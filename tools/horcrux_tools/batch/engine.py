@@ -342,19 +342,6 @@ class LocalEngine(Engine):
         pool.join()
 
 
-def make_engine(name: str, *, workers: int | None = None, address: str | None = None) -> Engine:
-    """The back end `name` (`local` or `ray`); `address` joins a running Ray cluster."""
-    if name == "local":
-        if address:
-            raise HorcruxError("--address is Ray's cluster address: use it with --engine ray")
-        return LocalEngine(workers)
-    if name == "ray":
-        from horcrux_tools.batch.ray_engine import RayEngine
-
-        return RayEngine(workers=workers, address=address)
-    raise HorcruxError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
-
-
 @dataclass
 class Tally:
     """Per-worker counts of the outcomes a run yielded (which nodes played)."""
@@ -384,7 +371,6 @@ __all__ = [
     "Outcome",
     "RayMissing",
     "Tally",
-    "make_engine",
     "run_chunk",
     "where",
     "worker_id",

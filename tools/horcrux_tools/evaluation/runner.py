@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from horcrux import play
@@ -36,6 +36,7 @@ from horcrux_tools.evaluation.metrics import calibration_terms, failure_modes, m
 
 if TYPE_CHECKING:
     from horcrux.belief.base import BeliefMap
+    from horcrux_tools.batch.log import ResultLog
 
 HARRY_ARCHITECTURES = (
     "naive",
@@ -241,6 +242,18 @@ def play_traced(
     )
 
 
+def record_of(row: dict[str, Any]) -> GameRecord:
+    """A `GameRecord` from its JSON form (`dataclasses.asdict`, as the result log holds it)."""
+    cal = row["calibration"]
+    return GameRecord(
+        **{
+            **row,
+            "calibration": None if cal is None else tuple(cal),
+            "decisions": [(t, n) for t, n in row["decisions"]],
+        }
+    )
+
+
 Job = tuple[str, int, str, str, bool]
 
 
@@ -272,13 +285,17 @@ def run_grid(
     on_result: Callable[[int, int], None] | None = None,
     *,
     engine: Engine | None = None,
+    log: ResultLog | None = None,
 ) -> list[GameRecord]:
-    """Play the grid through `engine` (default: `workers` local processes); results
-    sorted by (voldemort, harry, seed), whatever order they finished in."""
+    """Play the grid through `engine` (default: `workers` local processes; `log` keeps each
+    game's record as it finishes and holds an interrupted run's); results sorted by
+    (voldemort, harry, seed), whatever order they finished in."""
     jobs = jobs_for(rules_name, harrys, voldemorts, games, seed)
     engine = engine or LocalEngine(workers)
     tasks = [(f"{j[3]}|{j[2]}|{j[1]}", j) for j in jobs]
-    out = [record for _, record in stream(engine, Batch(_run_job, tasks), on_result=on_result)]
+    batch = Batch(_run_job, tasks)
+    results = stream(engine, batch, log=log, on_result=on_result, encode=asdict, decode=record_of)
+    out = [record for _, record in results]
     order_h = {h: i for i, h in enumerate(harrys)}
     order_v = {v: i for i, v in enumerate(voldemorts)}
     out.sort(key=lambda r: (order_v[r.voldemort], order_h[r.harry], r.seed))
@@ -296,6 +313,7 @@ __all__ = [
     "jobs_for",
     "make_harry",
     "play_traced",
+    "record_of",
     "run_grid",
     "system_tokens",
 ]
