@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import struct
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from horcrux.rules import preset
-from horcrux_tools.batch.engine import Job, LocalEngine, where
+from horcrux_tools.batch.engine import Job, LocalEngine, worker_id
 from horcrux_tools.batch.ray_engine import OBJECT_STORE_BYTES, RayEngine
 from horcrux_tools.cli import main
 from horcrux_tools.sim import GameResult, run_games
@@ -186,6 +187,32 @@ def off_loopback(sockets: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(a, b) for a, b in sockets if not loop(a) or not (loop(b) or b in ("0.0.0.0", "::"))]
 
 
+class Barrier:
+    """A Ray actor (no CPU) that holds each caller until `n` have arrived."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.arrived = 0
+        self.all_in = asyncio.Event()
+
+    async def meet(self, n: int) -> int:
+        self.arrived += 1
+        if self.arrived >= n:
+            self.all_in.set()
+        await self.all_in.wait()
+        return self.arrived
+
+
+def meet_both(barrier: Any) -> str:
+    """A task that returns where it ran once two tasks run at once: on a cluster of two
+    one-CPU nodes, on both nodes."""
+    import ray
+
+    ray.get(barrier.meet.remote(2), timeout=120)
+    return worker_id()
+
+
 def test_a_two_node_cluster_plays_a_batch_by_address_on_loopback_only(
     ray_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -197,11 +224,14 @@ def test_a_two_node_cluster_plays_a_batch_by_address_on_loopback_only(
         cluster.add_node(**node)
         cluster.wait_for_nodes()
         assert cluster.address.startswith("127.0.0.1:")
-        engine = RayEngine(address=cluster.address)
-        ran = list(engine.run(Job(where, [(str(i), i) for i in range(40)])))
-        assert engine.workers == 2 and len(ran) == 40
-        nodes = {o.value.rsplit(":", 1)[0] for o in ran}
-        assert len(nodes) == 2 and engine.tally.nodes() == nodes
+        ray_env.init(address=cluster.address, include_dashboard=False, logging_level="WARNING")
+        ray_env.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # meet_both
+        barrier = ray_env.remote(num_cpus=0)(Barrier).remote()
+        engine = RayEngine(address=cluster.address)  # joins the driver's connection
+        ran = list(engine.run(Job(meet_both, [("0", barrier), ("1", barrier)], chunk=1)))
+        ray_env.shutdown()
+        assert engine.workers == 2 and len(ran) == 2
+        assert len(engine.tally.nodes()) == 2 and "on 2 nodes" in engine.describe()
         argv = [
             "evaluate",
             "--family",
@@ -215,7 +245,7 @@ def test_a_two_node_cluster_plays_a_batch_by_address_on_loopback_only(
             "--no-progress",
         ]
         data = run_cli(argv, tmp_path / "cluster")
-        assert "on 2 nodes" in capsys.readouterr().out
+        assert f"ray (cluster {cluster.address}), 2 worker(s)" in capsys.readouterr().out
         local = run_cli(
             ["evaluate", "--family", "2", "--games", "6", "--workers", "1", "--no-progress"],
             tmp_path / "local",

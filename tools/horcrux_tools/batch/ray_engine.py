@@ -5,7 +5,8 @@ Without `address` it starts Ray on this machine (`ray.init()`, `workers` CPUs, n
 dashboard, bound to 127.0.0.1: `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` unless set, since
 Ray 2.60 otherwise binds a single-node Ray to the machine's network address) and shuts it
 down after the batch; with `address` (`HOST:PORT` of a running head, or `auto`) it joins
-that cluster and uses every CPU it has. A chunk is one Ray task (`run_chunk`, one CPU).
+that cluster and uses every CPU it has. A chunk is one Ray task (`run_chunk`, one CPU,
+spread over the nodes).
 """
 
 from __future__ import annotations
@@ -72,7 +73,11 @@ class RayEngine(Engine):
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = min(self._requested, cpus) if self._requested else cpus
         if self._remote is None:
-            self._remote = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
+            # SPREAD: chunks go to every node, not first to fill the driver's (games share
+            # no data, so locality is worth nothing; short tasks otherwise stay on one
+            # leased worker)
+            remote = ray.remote(num_cpus=1, max_retries=2, scheduling_strategy="SPREAD")
+            self._remote = remote(run_chunk)
         self._refs = {}
 
     def _submit(self, job: Job, items: list[tuple[str, Any]]) -> Handle:

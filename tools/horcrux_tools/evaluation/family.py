@@ -8,7 +8,7 @@ win rates as a distribution (worst case first):
   draws `HOLDOUT_START`..`HOLDOUT_START + N - 1` (100000 onwards), which the family module
   refuses to draw (`HeldOutDraw`) until the holdout is opened (`open_holdout`).
   `open_split` is the one place in the tools that calls it, for the holdout split only,
-  in the parent and (as the pool's initializer) in every worker; the dev split never opens it.
+  in the parent and (as the batch's initializer) in every worker; the dev split never opens it.
 * Game seeds (`game_seed`): game g against draw d is played on seed `d * 1000 + g`, for
   every Harry (paired by seed); at most `MAX_GAMES` games a draw, so that no two draws
   share a seed.
