@@ -6,7 +6,7 @@ end; a back end only submits a chunk of tasks to a worker and hands back finishe
 
 * **Chunks.** Tasks travel in chunks (`run_chunk`: a list of tasks played one after the
   other in one worker), sized by `Chunker` from the measured seconds of a task, so that a
-  back end's fixed cost per submission (about 1 ms for Ray on one machine, less for the
+  back end's fixed cost per submission (about 2 ms for Ray on one machine, less for the
   local pool) stays under 5% of a chunk's work, while the last chunks stay small enough
   to keep every worker busy to the end. Chunking never changes a result: every task is
   played alone on its own seed.

@@ -35,7 +35,7 @@ class RayEngine(Engine):
 
     name = "ray"
     overhead_s = 0.003
-    """Measured per task on one machine (benchmarks/bench_batch.py): 1-3 ms."""
+    """Measured per task on one machine (benchmarks/bench_batch.py): about 2 ms."""
 
     def __init__(self, *, workers: int | None = None, address: str | None = None) -> None:
         super().__init__(workers or os.cpu_count() or 1)
