@@ -1,5 +1,6 @@
 """The batch engine on a real Ray (the tools' [ray] extra): the same per-game results as the
-local back end for `evaluate --family`, `season --family` and `simulate`, and a batch on a
+local back end for `evaluate --family`, `season --family`, `simulate` and the season
+ablation, and a batch on a
 two-node cluster on this machine, joined by `--address`, that plays on both nodes with no
 socket off the loopback range.
 
@@ -25,6 +26,7 @@ from horcrux.rules import preset
 from horcrux_tools.batch.engine import Job, LocalEngine, worker_id
 from horcrux_tools.batch.ray_engine import OBJECT_STORE_BYTES, RayEngine
 from horcrux_tools.cli import main
+from horcrux_tools.echo.ablation import run_ablation
 from horcrux_tools.sim import GameResult, run_games
 
 pytestmark = pytest.mark.slow
@@ -115,7 +117,16 @@ def test_local_and_ray_give_identical_per_game_results(ray_env: Any, tmp_path: P
     assert ray_s["over_draws"] == local_s["over_draws"]
     rules = preset("classic")
     local_g = list(run_games(rules, "planner", "reference", 12, 5, engine=LocalEngine(2)))
-    ray_g = list(run_games(rules, "planner", "reference", 12, 5, engine=RayEngine(workers=2)))
+    tiny: dict[str, Any] = {
+        "opponents": (("decoy-heavy", None),),
+        "corrections": (("late", "immediate", 0.0),),
+        "correction_games": 2,
+        "correction_scopes": 2,
+    }
+    with RayEngine(workers=2) as engine:  # one Ray for both batches
+        ray_g = list(run_games(rules, "planner", "reference", 12, 5, engine=engine))
+        ray_a = run_ablation(2, engine=engine, **tiny)
+    assert run_ablation(2, engine=LocalEngine(2), **tiny) == ray_a  # season --ablation
     assert [r.seed for r in ray_g] == list(range(5, 17))
     assert digest(game_records(ray_g)) == digest(game_records(local_g))
     assert not ray_env.is_initialized()  # the engine shut down the Ray it started
