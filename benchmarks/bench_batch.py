@@ -9,8 +9,9 @@ same games; Ray's overhead per task and the chunk size that hides it.
    run must be the same (exit 1 otherwise).
 2. Ray's fixed cost per task: 400 empty tasks one a chunk on a local Ray (the wall time per
    task times the workers), the mean seconds of one game, and the chunk size the engine
-   picks (`Chunker`: at least overhead / 5% of work a chunk) with the overhead's share of
-   a chunk's work at that size (target: under 5%).
+   picks for that cost (`Chunker`: at least overhead / 5% of work a chunk; in a batch it
+   measures the overhead itself, as the idle gap between a worker's chunks) with the
+   overhead's share of a chunk's work at that size (target: under 5%).
 
 The machine's load average is printed first: other work on the cores lowers every figure.
 Without Ray installed only the local rows run (pip install -e 'tools[ray]').
@@ -59,7 +60,8 @@ def main() -> int:
     has_ray = importlib.util.find_spec("ray") is not None
     counts = sorted({1, 2, cores})
     digests: set[str] = set()
-    print(f"{'engine':<8}{'workers':>8}{'games/s':>10}{'efficiency':>12}{'digest':>18}")
+    head = f"{'engine':<8}{'workers':>8}{'games/s':>10}{'efficiency':>12}{'digest':>18}"
+    print(f"{head}{'chunks':>8}{'games a chunk':>15}{'measured gap':>14}")
     engines: list[tuple[str, Any]] = [("local", LocalEngine)]
     if has_ray:
         from horcrux_tools.batch.ray_engine import RayEngine
@@ -73,7 +75,12 @@ def main() -> int:
             base = base or rate
             digests.add(dig)
             eff = rate / (n * base)
-            print(f"{name:<8}{n:>8}{rate:>10.1f}{eff:>12.2f}{dig:>18}")
+            gap = engine.overhead_measured
+            gap_text = "-" if gap is None else f"{1000 * gap:.2f} ms"
+            print(
+                f"{name:<8}{n:>8}{rate:>10.1f}{eff:>12.2f}{dig:>18}{engine.chunks:>8}"
+                f"{args.games / max(1, engine.chunks):>15.1f}{gap_text:>14}"
+            )
     if not has_ray:
         print("Ray is not installed: pip install -e 'tools[ray]' for its rows")
     else:
@@ -90,11 +97,14 @@ def main() -> int:
         game_s = wall / min(30, args.games)
         chunker = Chunker(workers=cores, overhead_s=RayEngine.overhead_s)
         chunker.observe(game_s)
+        for _ in range(Chunker.MIN_GAPS):  # the engine measures the gaps as a batch runs
+            chunker.observe_gap(overhead)
         chunk = chunker.size(10_000)
         share = overhead / (chunk * game_s)
         print(
-            f"Ray overhead per task {1000 * overhead:.2f} ms (engine assumes "
-            f"{1000 * RayEngine.overhead_s:.1f} ms); one game {1000 * game_s:.1f} ms; "
+            f"Ray overhead per task {1000 * overhead:.2f} ms (the engine's prior "
+            f"{1000 * RayEngine.overhead_s:.1f} ms, then what it measures); one game "
+            f"{1000 * game_s:.1f} ms; "
             f"chunk {chunk} game(s): overhead {100 * share:.1f}% of a chunk's work "
             f"(target < 5%; one game a task: {100 * overhead / game_s:.1f}%)"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -54,6 +55,8 @@ class Reversed(LocalEngine):
 
 def test_every_task_is_yielded_once_whatever_the_completion_order() -> None:
     job = Job(square, [(str(i), i) for i in range(50)])
+    first = list(LocalEngine(1).run(job))
+    assert all(o.started > 0 and o.worker.endswith(f":{os.getpid()}") for o in first)
     for engine in (LocalEngine(1), Reversed(3)):
         got = {o.key: o.value for o in engine.run(job)}
         assert got == {str(i): i * i for i in range(50)}
@@ -79,6 +82,10 @@ def test_chunks_hide_the_overhead_and_keep_the_tail_balanced() -> None:
     assert c.size(1000) == 60
     assert c.size(40) == 5  # the tail: 40 / (4 x 2 workers)
     assert c.size(1) == 1 and c.size(0) == 0
+    for gap in (0.010, 0.012, 0.500):  # measured idle gaps between a worker's chunks
+        c.observe_gap(gap)
+    assert c.overhead == 0.012  # their median, once 3 are measured
+    assert c.size(10_000) == 240  # >= 0.012 / 0.05 = 0.24 s of 1 ms tasks
     slow = Chunker(workers=2, overhead_s=0.003)
     slow.observe(2.0)
     assert slow.size(1000) == 1  # a 2 s task hides the overhead alone

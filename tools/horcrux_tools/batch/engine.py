@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import statistics
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -88,6 +89,8 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     worker: str = ""
+    started: float = 0.0
+    """The worker's wall clock (time.time()) when the task began."""
 
 
 # -- the worker side -------------------------------------------------------------------
@@ -111,14 +114,16 @@ def run_chunk(
     worker = worker_id()
     out: list[Outcome] = []
     for key, args in items:
+        wall = time.time()
         start = time.perf_counter()
         try:
             value = fn(args)
         except Exception as exc:  # reported, retried by the scheduler
             seconds = time.perf_counter() - start
-            out.append(Outcome(key, None, f"{type(exc).__name__}: {exc}", seconds, worker))
+            error = f"{type(exc).__name__}: {exc}"
+            out.append(Outcome(key, None, error, seconds, worker, wall))
         else:
-            out.append(Outcome(key, value, None, time.perf_counter() - start, worker))
+            out.append(Outcome(key, value, None, time.perf_counter() - start, worker, wall))
     return out
 
 
@@ -161,22 +166,36 @@ def _ignore_sigint() -> None:
 class Chunker:
     """Chunk sizes from the measured cost of a task.
 
-    A chunk should take at least `overhead_s / OVERHEAD_SHARE` seconds of work (the back
+    A chunk should take at least `overhead / OVERHEAD_SHARE` seconds of work (the back
     end's fixed cost per submission then is at most 5% of it) and at most
     `remaining / (BALANCE * workers)` tasks (so the tail spreads over every worker).
-    Before any task is measured, chunks of `first` tasks probe the cost."""
+    Before any task is measured, chunks of `first` tasks probe the cost. The overhead is
+    the back end's `overhead_s` until `MIN_GAPS` gaps are measured, then their median: a
+    gap is the idle time of one worker between the end of a chunk and the start of its
+    next (what submitting a chunk costs on this machine, under its load, or a cluster's)."""
 
     workers: int
     overhead_s: float
     first: int = 1
     measured: int = 0
     seconds: float = 0.0
+    gaps: list[float] = field(default_factory=list)
     OVERHEAD_SHARE: float = 0.05
     BALANCE: int = 4
+    MIN_GAPS: int = 3
 
     def observe(self, seconds: float) -> None:
         self.measured += 1
         self.seconds += seconds
+
+    def observe_gap(self, seconds: float) -> None:
+        self.gaps.append(max(0.0, seconds))
+
+    @property
+    def overhead(self) -> float:
+        if len(self.gaps) < self.MIN_GAPS:
+            return self.overhead_s
+        return statistics.median(self.gaps)
 
     @property
     def task_s(self) -> float | None:
@@ -188,7 +207,7 @@ class Chunker:
         task_s = self.task_s
         if task_s is None:
             return min(self.first, remaining)
-        want = math.ceil(self.overhead_s / self.OVERHEAD_SHARE / max(task_s, 1e-6))
+        want = math.ceil(self.overhead / self.OVERHEAD_SHARE / max(task_s, 1e-6))
         balanced = math.ceil(remaining / (self.BALANCE * max(1, self.workers)))
         return max(1, min(want, balanced, remaining))
 
@@ -208,6 +227,10 @@ class Engine(ABC):
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self.tally = Tally()
+        self.chunks = 0
+        """Chunks submitted by the last run (with `tally`: its mean chunk size)."""
+        self.overhead_measured: float | None = None
+        """The last run's measured cost per chunk (the median idle gap; None: too few)."""
         self._held = False
 
     def __enter__(self) -> Engine:
@@ -232,6 +255,8 @@ class Engine(ABC):
         tries: dict[str, int] = {}
         failures: dict[str, str] = {}
         in_flight: dict[Handle, list[tuple[str, Any]]] = {}
+        last_end: dict[str, float] = {}  # per worker: when its last chunk ended
+        self.chunks, self.overhead_measured = 0, None
         self._open(job)
         chunker = Chunker(self.workers, self.overhead_s, first=self._first_chunk(len(pending)))
         ok = False
@@ -241,10 +266,16 @@ class Engine(ABC):
                     n = min(job.chunk, len(pending)) if job.chunk else chunker.size(len(pending))
                     items = [pending.popleft() for _ in range(n)]
                     in_flight[self._submit(job, items)] = items
+                    self.chunks += 1
                 handle, outcomes = self._next()
                 items = in_flight.pop(handle)
                 if isinstance(outcomes, BaseException):  # the chunk was lost with its worker
                     outcomes = [Outcome(k, None, f"lost: {outcomes!r}") for k, _ in items]
+                elif outcomes and pending:  # a gap counts while work was waiting
+                    worker, first, last = outcomes[0].worker, outcomes[0], outcomes[-1]
+                    if worker in last_end:
+                        chunker.observe_gap(first.started - last_end[worker])
+                    last_end[worker] = last.started + last.seconds
                 for o in outcomes:
                     if o.error is None:
                         chunker.observe(o.seconds)
@@ -258,6 +289,8 @@ class Engine(ABC):
                         failures[o.key] = o.error
             ok = True
         finally:
+            if len(chunker.gaps) >= chunker.MIN_GAPS:
+                self.overhead_measured = chunker.overhead
             if not ok or not self._held:
                 self._close(cancel=not ok)
         if failures:

@@ -34,8 +34,9 @@ class RayEngine(Engine):
     """Chunks as Ray tasks, on a local Ray or a cluster joined by address."""
 
     name = "ray"
-    overhead_s = 0.003
-    """Measured per task on one machine (benchmarks/bench_batch.py): about 2 ms."""
+    overhead_s = 0.005
+    """Measured per task on one loaded 2-core machine (benchmarks/bench_batch.py): 2-3 ms;
+    chunks are sized for 5 ms, a margin for busier machines and clusters."""
 
     def __init__(self, *, workers: int | None = None, address: str | None = None) -> None:
         super().__init__(workers or os.cpu_count() or 1)
