@@ -11,7 +11,7 @@ GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
 
-.PHONY: help venv play serve demo simulate test lint format typecheck pytest bench eval eval-family eval-family-dev eval-llm season synth clean model model-serve soak
+.PHONY: ray help venv play serve demo simulate test lint format typecheck pytest bench eval eval-family eval-family-dev eval-llm season synth clean model model-serve soak
 
 help:
 	@echo "make play       set up, start a local server (moto DynamoDB) and play Harry vs AI Voldemort (SEAT=voldemort)"
@@ -28,6 +28,7 @@ help:
 	@echo "make season     200 games against one Voldemort, memory on vs off (VOLDEMORT=decoy-heavy): docs/img/season"
 	@echo "make model      build the local model server once (llama.cpp + SmolLM2-135M, cached); make model-serve runs it"
 	@echo "make eval-llm   the real-model experiment (a local model, ~1 h): its section of docs/EVALUATION.md"
+	@echo "make ray        install the tools' [ray] extra (--engine ray; make venv has it): docs/BATCH.md"
 	@echo "make synth      synthesise the CDK app offline (layers built without Docker)"
 	@echo "make format     apply ruff's formatter and safe fixes"
 
@@ -38,6 +39,11 @@ $(STAMP): pyproject.toml tools/pyproject.toml requirements.txt requirements-dev.
 	@touch $(STAMP)
 
 venv: $(STAMP)
+
+# the tools' [ray] extra alone (make venv installs it with the dev requirements): the batch
+# commands' --engine ray (docs/BATCH.md)
+ray: venv
+	$(BIN)/python -m pip install -q -e 'tools[ray]'
 
 play: venv
 	$(BIN)/horcrux play --local --seat $(SEAT)

@@ -263,7 +263,7 @@ def test_the_layer_check_finds_an_upward_import() -> None:
 def test_no_runtime_module_or_handler_imports_a_tool_or_a_tools_package() -> None:
     """Every module of shared/horcrux and every Lambda handler imports, at any depth, only
     the standard library, `horcrux` and RUNTIME_THIRD_PARTY: never `horcrux_tools`, moto,
-    waitress, matplotlib (tools/pyproject.toml's extras) or a test package."""
+    waitress, matplotlib, ray (tools/pyproject.toml's extras) or a test package."""
     sources = [*sorted((ROOT / "horcrux").rglob("*.py")), *sorted(REPO.glob("lambdas/*/*.py"))]
     allowed = {"horcrux", *RUNTIME_THIRD_PARTY, *sys.stdlib_module_names, "__future__"}
     offenders = {
@@ -275,8 +275,8 @@ def test_no_runtime_module_or_handler_imports_a_tool_or_a_tools_package() -> Non
     # what the tools' distribution installs is outside the runtime's allowance
     tools = tomllib.loads((REPO / "tools" / "pyproject.toml").read_text())["project"]
     extras = {Requirement(r).name for v in tools["optional-dependencies"].values() for r in v}
-    assert {"moto", "waitress", "matplotlib"} <= extras
-    assert not {"horcrux_tools", "moto", "waitress", "matplotlib"} & allowed
+    assert {"moto", "waitress", "matplotlib", "ray"} <= extras
+    assert not {"horcrux_tools", "moto", "waitress", "matplotlib", "ray"} & allowed
 
 
 def test_the_tool_check_sees_a_lazy_import_and_one_by_name(tmp_path: Path) -> None:

@@ -7,9 +7,8 @@ import argparse
 import json
 import signal
 import sys
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TextIO, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from horcrux import __version__
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
@@ -19,28 +18,10 @@ from horcrux.engine import new_game
 from horcrux.errors import HorcruxError
 from horcrux.models import Ally, Attack, HarryMoved, PlantDecoy, Relocate, Search, VoldemortMoved
 from horcrux.rules import PRESETS, preset
+from horcrux_tools.batch.command import add_engine_args
 from horcrux_tools.sim import GameResult, play_game, run_games, summarise
 
 T = TypeVar("T")
-
-
-def progress(items: Iterable[T], total: int, *, enabled: bool, out: TextIO) -> Iterator[T]:
-    """Yield `items`, drawing a one-line progress bar on `out` when enabled."""
-    if not enabled:
-        yield from items
-        return
-    start = time.monotonic()
-    width = 30
-    for done, item in enumerate(items, 1):
-        yield item
-        if done == total or done % max(1, total // 100) == 0:
-            filled = width * done // total
-            rate = done / max(time.monotonic() - start, 1e-9)
-            out.write(
-                f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} games  {rate:,.0f}/s"
-            )
-            out.flush()
-    out.write("\n")
 
 
 def _describe_move(move: Any) -> str:
@@ -117,15 +98,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     probe, _ = new_game(rules, args.seed)
     HARRY_BRAINS.create(args.harry, rules, truth=lambda: probe)
     VOLDEMORT_BRAINS.create(args.voldemort, rules, truth=lambda: probe)
-    show = args.progress if args.progress is not None else sys.stderr.isatty() and args.games >= 50
+    from horcrux_tools.batch.command import engine_of
+    from horcrux_tools.batch.progress import Progress
+
+    engine = engine_of(args, args.workers)
+    show = args.progress if args.progress is not None else args.games >= 50
+    bar = Progress(args.games, enabled=show)
     results: list[GameResult] = list(
-        progress(
-            run_games(rules, args.harry, args.voldemort, args.games, args.seed, args.workers),
+        run_games(
+            rules,
+            args.harry,
+            args.voldemort,
             args.games,
-            enabled=show,
-            out=sys.stderr,
+            args.seed,
+            engine=engine,
+            on_result=lambda done, total: bar.update(),
         )
     )
+    bar.finish()
     summary = summarise(results, harry=args.harry, voldemort=args.voldemort, rules=args.rules)
     summary["seed"] = args.seed
     if args.json:
@@ -253,6 +243,7 @@ def cmd_season(args: argparse.Namespace) -> int:
 
         return season_family(args)
     if args.ablation:
+        from horcrux_tools.batch.command import engine_of
         from horcrux_tools.echo.ablation import write_ablation
 
         print(
@@ -262,6 +253,7 @@ def cmd_season(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 rules=args.rules,
                 workers=args.workers or 2,
+                engine=engine_of(args, args.workers or 2),
             )
         )
         return 0
@@ -321,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--workers", type=_positive, default=1, help="processes (default 1)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    add_engine_args(sim)
     sim.set_defaults(func=cmd_simulate)
 
     rep = sub.add_parser("replay", help="print one game turn by turn, truth beside Harry's view")
@@ -466,6 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     _family_args(ev, "--harry: default planner; family.json and a section of EVALUATION.md")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    add_engine_args(ev, resume="evaluation.partial.jsonl or family.partial.jsonl in --out")
     ev.set_defaults(func=cmd_evaluate)
 
     sea = sub.add_parser(
@@ -503,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     _family_args(sea, "arms on,off,counter; family-seasons.json and a section of ECHO.md")
     sea.add_argument("--named", action="store_true", help="--family: also the named opponents")
     sea.add_argument("--json", action="store_true")
+    add_engine_args(sea, resume="--family: family-seasons.partial.jsonl in --out")
     sea.set_defaults(func=cmd_season)
 
     brains = sub.add_parser("brains", help="list the registered brains")

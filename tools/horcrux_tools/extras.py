@@ -7,7 +7,9 @@ numpy; the tools need more (tools/pyproject.toml's optional dependencies, all in
 - `local`: `horcrux serve` and `horcrux play --local` start an embedded moto DynamoDB and
   talk to it with boto3 (the Lambda runtime ships boto3, a laptop does not);
 - `eval`: `horcrux evaluate` and `horcrux season` draw their plots with matplotlib;
-- `llm`: the LLM brains' Anthropic SDK (the brains fall back locally without it).
+- `llm`: the LLM brains' Anthropic SDK (the brains fall back locally without it);
+- `ray`: `--engine ray` of the batch commands (`horcrux_tools.batch.ray_engine`, which
+  refuses with exit 2 and the install command when Ray is missing).
 
 A command calls `require_extra(extra, command)` first: with a module missing it exits with
 a message naming the `pip install 'horcrux-tools[extra]'` that brings it, instead of a
@@ -23,6 +25,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "local": ("moto", "boto3"),
     "eval": ("matplotlib",),
     "llm": ("anthropic",),
+    "ray": ("ray",),
 }
 """The top-level modules each extra of tools/pyproject.toml brings (tests/infra/test_layer.py)."""
 

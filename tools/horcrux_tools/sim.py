@@ -1,7 +1,8 @@
 """Play whole games between two brains, and summarise many of them.
 
 Game g of a run uses seed `seed + g`; every brain gets a fresh RNG per turn derived from
-the game's seed, so a run is reproducible whatever the number of worker processes.
+the game's seed, so a run is reproducible whatever the number of worker processes and the
+batch engine's back end (`horcrux_tools.batch`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux import play
 from horcrux.agents.contract import StatsReporter, decisions_of
@@ -19,6 +19,9 @@ from horcrux.decisions import DecisionRecord
 from horcrux.models import GameStarted, GameState, HarryMoved, VoldemortMoved
 from horcrux.play import Step
 from horcrux.rules import RuleSet
+
+if TYPE_CHECKING:
+    from horcrux_tools.batch.engine import Engine
 
 
 @dataclass
@@ -78,15 +81,31 @@ def _play_args(args: tuple[RuleSet, int, str, str]) -> GameResult:
 
 
 def run_games(
-    rules: RuleSet, harry: str, voldemort: str, games: int, seed: int, workers: int = 1
+    rules: RuleSet,
+    harry: str,
+    voldemort: str,
+    games: int,
+    seed: int,
+    workers: int = 1,
+    *,
+    engine: Engine | None = None,
+    on_result: Callable[[int, int], None] | None = None,
 ) -> Iterator[GameResult]:
-    """Yield the results of games seed .. seed+games-1, in seed order."""
-    jobs = [(rules, seed + g, harry, voldemort) for g in range(games)]
-    if workers <= 1 or games < 2 * workers:
-        yield from map(_play_args, jobs)
-        return
-    with get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap(_play_args, jobs, chunksize=max(1, games // (workers * 8)))
+    """Yield the results of games seed .. seed+games-1, in seed order, played through the
+    batch engine (`engine`, default `workers` local processes) in whatever order they
+    finish (`on_result(done, total)` on each)."""
+    from horcrux_tools.batch.command import stream
+    from horcrux_tools.batch.engine import Job, LocalEngine
+
+    engine = engine or LocalEngine(workers)
+    tasks = [(str(seed + g), (rules, seed + g, harry, voldemort)) for g in range(games)]
+    waiting: dict[int, GameResult] = {}
+    following = seed
+    for key, result in stream(engine, Job(_play_args, tasks), on_result=on_result):
+        waiting[int(key)] = result
+        while following in waiting:
+            yield waiting.pop(following)
+            following += 1
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux.echo.model import Subject
 from horcrux_tools.echo.season import ARMS, CORRECTED, run_season
 from horcrux_tools.sections import Section
+
+if TYPE_CHECKING:
+    from horcrux_tools.batch.engine import Engine
 
 OPPONENTS: tuple[tuple[str, str | None], ...] = (
     ("decoy-heavy", None),
@@ -97,18 +99,23 @@ def run_ablation(
     correction_games: int = CORRECTION_GAMES,
     correction_scopes: int = CORRECTION_SCOPES,
     workers: int = 2,
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
+    """Every season of the table through the batch engine (`engine`, default a local pool
+    of `workers` processes), placed by its index."""
+    from horcrux_tools.batch.command import stream
+    from horcrux_tools.batch.engine import Job as Batch
+    from horcrux_tools.batch.engine import LocalEngine
+
     jobs: list[Job] = [(v, s, games, seed, rules, None) for v, s in opponents]
     jobs += [
         (v, None, correction_games, seed + i * correction_games, rules, (k, r))
         for v, k, r in corrections
         for i in range(correction_scopes)
     ]
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            done = list(pool.map(_one, jobs))
-    else:
-        done = [_one(job) for job in jobs]
+    engine = engine or LocalEngine(workers)
+    by_key = dict(stream(engine, Batch(_one, [(str(i), job) for i, job in enumerate(jobs)])))
+    done = [by_key[str(i)] for i in range(len(jobs))]
     scopes = done[len(opponents) :]
     cases = []
     for i in range(len(corrections)):
@@ -224,12 +231,18 @@ def render_section(data: dict[str, Any]) -> str:
 
 
 def write_ablation(
-    path: str, *, games: int = 200, seed: int = 0, rules: str = "classic", workers: int = 2
+    path: str,
+    *,
+    games: int = 200,
+    seed: int = 0,
+    rules: str = "classic",
+    workers: int = 2,
+    engine: Engine | None = None,
 ) -> str:
-    """Run the table (its seasons in `workers` processes), write `seasons.json` beside
-    `path` and the section into `path`."""
+    """Run the table (its seasons through `engine`, default `workers` local processes),
+    write `seasons.json` beside `path` and the section into `path`."""
     target = Path(path)
-    data = run_ablation(games, seed=seed, rules=rules, workers=workers)
+    data = run_ablation(games, seed=seed, rules=rules, workers=workers, engine=engine)
     (target.parent / "seasons.json").write_text(json.dumps(data, sort_keys=True) + "\n")
     section = render_section(data)
     target.write_text(SECTION.replace(target.read_text(), section))

@@ -5,7 +5,8 @@ For every draw d of the split (`evaluation.family.draw_seeds`: `dev` 0..N-1, `ho
 games against `family:d` (`echo.season.run_season`, arms `on`, `off`, `counter`, the same
 seeds in every arm) on seeds `d * 1000`..`d * 1000 + games - 1`; with `named`, also one
 season against each named opponent of `NAMED` on seeds 0..games-1 (the ablation table's
-seeds). Seasons run in parallel (one a process).
+seeds). Seasons run in parallel through the batch engine (`horcrux_tools.batch`: one
+season a task, placed by its key, so the back end and the workers change nothing).
 
 Per opponent, over the second half (games n/2+1..n, paired by seed): on minus off and on
 minus counter in points with their paired standard errors (`echo.ablation.paired`), and a
@@ -23,17 +24,22 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux.belief import ties
 from horcrux.echo import gate
+from horcrux_tools.batch.command import stream
+from horcrux_tools.batch.engine import Engine, LocalEngine
+from horcrux_tools.batch.engine import Job as Batch
 from horcrux_tools.echo.ablation import paired
 from horcrux_tools.echo.season import BASE_ARMS, run_season
 from horcrux_tools.evaluation import family
 from horcrux_tools.sections import Section, write_page
+
+if TYPE_CHECKING:
+    from horcrux_tools.batch.log import ResultLog
+    from horcrux_tools.batch.progress import Progress
 
 NAMED = (
     "reference",
@@ -112,8 +118,12 @@ def run_family_seasons(
     named: Sequence[str] = (),
     workers: int = 1,
     rules: str = "classic",
+    engine: Engine | None = None,
+    log: ResultLog | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Every draw's season (seed d * 1000) and every named opponent's (seed 0)."""
+    """Every draw's season (seed d * 1000) and every named opponent's (seed 0), through
+    `engine` (default: a local pool of `workers` processes; `log`: see `run_family`)."""
     if not 2 <= games <= family.MAX_GAMES:
         raise ValueError(f"games must be 2..{family.MAX_GAMES}, got {games}")
     seeds = family.draw_seeds(split, draws)
@@ -122,16 +132,11 @@ def run_family_seasons(
     jobs: list[Job] = [(family.spec_of(d), d, games, family.game_seed(d, 0), rules) for d in seeds]
     jobs += [(v, None, games, 0, rules) for v in named]
     start = time.monotonic()
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(
-            workers,
-            mp_context=get_context("spawn"),
-            initializer=family.open_split,
-            initargs=(split,),
-        ) as pool:
-            seasons = list(pool.map(_season, jobs))
-    else:
-        seasons = [_season(job) for job in jobs]
+    engine = engine or LocalEngine(workers)
+    keys = [f"{job[0]}|{job[3]}" for job in jobs]
+    batch = Batch(_season, list(zip(keys, jobs, strict=True)), family.open_split, (split,))
+    by_key = dict(stream(engine, batch, log=log, progress=progress))
+    seasons: list[dict[str, Any]] = [by_key[k] for k in keys]
     for s in seasons:
         if s["draw"] is not None:
             s["copy"] = params[s["draw"]]["copy"]
@@ -144,7 +149,7 @@ def run_family_seasons(
         "named": list(named),
         "arms": list(BASE_ARMS),
         "seed_rule": "family:d on seeds d * 1000 + g; a named opponent on seeds g",
-        "workers": workers,
+        "workers": engine.workers,
         "seconds": round(time.monotonic() - start, 1),
         "seasons": seasons,
         "over_draws": over_draws(seasons),
@@ -311,16 +316,45 @@ def write_outputs(data: dict[str, Any], out: Path, *, plots: bool = True) -> str
     return write_page(SECTION, data, out / JSON_NAME, out / "ECHO.md", section)
 
 
+LOG_NAME = "family-seasons.partial.jsonl"
+"""Each season's result as it finishes, in `--out`; removed once the report is written."""
+
+
 def season_family(args: Any) -> int:
     """The CLI's `season --family N` (args: family, split, games, named, workers, rules,
-    out, no_plots)."""
+    out, no_plots, engine, address, resume)."""
+    from horcrux_tools.batch.command import engine_of, log_of
+    from horcrux_tools.batch.progress import Progress
+
     named = NAMED if args.named else ()
-    workers = args.workers or family.default_workers()
-    data = run_family_seasons(
-        args.split, args.family, args.games, named=named, workers=workers, rules=args.rules
-    )
+    engine = engine_of(args, args.workers or family.default_workers())
+    family.draw_seeds(args.split, args.family)
     out = Path(args.out or "evaluation")
+    meta = {
+        "command": "season --family",
+        "split": args.split,
+        "draws": args.family,
+        "games": args.games,
+        "named": list(named),
+        "rules": args.rules,
+    }
+    log = log_of(out / LOG_NAME, meta, args)
+    progress = Progress(args.family + len(named), unit="seasons")
+    try:
+        data = run_family_seasons(
+            args.split,
+            args.family,
+            args.games,
+            named=named,
+            rules=args.rules,
+            engine=engine,
+            log=log,
+            progress=progress,
+        )
+    finally:
+        log.close()
     write_outputs(data, out, plots=not args.no_plots)
+    log.remove()
     od = data["over_draws"]
     for key, label in (("on_off", "on - off"), ("on_counter", "on - counter")):
         d = od[key]
@@ -328,7 +362,7 @@ def season_family(args: Any) -> int:
             f"{label:>13}: mean {d['mean']:+.1f} ± {d['se']:.1f} points over {d['n']} draws; "
             f"{d['below']} below by > 2.5 SE"
         )
-    print(f"{data['seconds']:.0f} s on {workers} workers; {out / JSON_NAME}, {out}/ECHO.md")
+    print(f"{data['seconds']:.0f} s on {engine.describe()}; {out / JSON_NAME}, {out}/ECHO.md")
     sys.stdout.flush()
     return 0
 
@@ -336,6 +370,7 @@ def season_family(args: Any) -> int:
 __all__ = [
     "BEGIN",
     "END",
+    "LOG_NAME",
     "NAMED",
     "across",
     "over_draws",

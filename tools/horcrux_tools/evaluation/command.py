@@ -47,24 +47,44 @@ def evaluate(args: argparse.Namespace) -> int:
         HARRY_BRAINS.entry(h)
     for v in voldemorts:
         VOLDEMORT_BRAINS.create(v, rules, truth=lambda: probe)
-    workers = args.workers or os.cpu_count() or 1
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    from horcrux_tools.batch.command import engine_of, log_of
+    from horcrux_tools.batch.progress import Progress
+
+    engine = engine_of(args, args.workers or os.cpu_count() or 1)
+    out = Path(args.out)
+    meta = {
+        "command": "evaluate",
+        "rules": args.rules,
+        "games": args.games,
+        "seed": args.seed,
+        "harrys": list(harrys),
+        "voldemorts": list(voldemorts),
+    }
+    log = log_of(out / LOG_NAME, meta, args)
+    show = args.progress if args.progress is not None else True
+    total = len(harrys) * len(voldemorts) * args.games
+    progress = Progress(total, enabled=show)
     start = time.monotonic()
 
     def tick(done: int, total: int) -> None:
-        if show and (done == total or done % max(1, total // 200) == 0):
-            filled = 30 * done // total
-            rate = done / max(time.monotonic() - start, 1e-9)
-            sys.stderr.write(
-                f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} games  {rate:,.0f}/s"
-            )
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+        progress.update()
 
-    records = runner.run_grid(
-        args.rules, harrys, voldemorts, args.games, args.seed, workers, on_result=tick
-    )
+    try:
+        records = runner.run_grid(
+            args.rules,
+            harrys,
+            voldemorts,
+            args.games,
+            args.seed,
+            engine.workers,
+            tick,
+            engine=engine,
+            log=log,
+        )
+    finally:
+        log.close()
+    progress.finish()
+    workers = engine.workers
     seconds = time.monotonic() - start
     data = report.build_report(
         records,
@@ -78,16 +98,18 @@ def evaluate(args: argparse.Namespace) -> int:
         system_tokens=runner.system_tokens(args.rules),
         max_turns=rules.max_turns,
     )
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     images = [] if args.no_plots else plots.write_all(data, out / "img")
     (out / "evaluation.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     _write_markdown(out, data, images)
-    print(f"{len(records)} games in {seconds:.0f} s on {workers} workers; report in {out}/")
+    log.remove()
+    print(f"{len(records)} games in {seconds:.0f} s on {engine.describe()}; report in {out}/")
     return 0
 
 
 LLM_JSON = "llm-evaluation.json"
+LOG_NAME = "evaluation.partial.jsonl"
+"""The grid's game records as they finish (`--resume`), removed once the report is written."""
 
 
 def _write_markdown(out: Any, data: dict[str, Any], images: list[str]) -> None:
@@ -116,6 +138,11 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
 
     from horcrux_tools.evaluation import llm_experiment
 
+    if args.engine != "local" or args.address:
+        raise HorcruxError(
+            "the real-model experiment runs on the local engine only (one worker per model "
+            "server on this machine; docs/BATCH.md): drop --engine ray / --address"
+        )
     out = Path(args.out)
     grid = out / "evaluation.json"
     if not grid.exists():
@@ -209,4 +236,4 @@ def _start_local_servers(stack: Any, workers: int) -> list[str | None]:
     ]
 
 
-__all__ = ["LLM_JSON", "evaluate"]
+__all__ = ["LLM_JSON", "LOG_NAME", "evaluate"]

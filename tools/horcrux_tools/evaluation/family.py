@@ -8,7 +8,7 @@ win rates as a distribution (worst case first):
   draws `HOLDOUT_START`..`HOLDOUT_START + N - 1` (100000 onwards), which the family module
   refuses to draw (`HeldOutDraw`) until the holdout is opened (`open_holdout`).
   `open_split` is the one place in the tools that calls it, for the holdout split only,
-  in the parent and (as the pool's initializer) in every worker; the dev split never opens it.
+  in the parent and (as the batch's initializer) in every worker; the dev split never opens it.
 * Game seeds (`game_seed`): game g against draw d is played on seed `d * 1000 + g`, for
   every Harry (paired by seed); at most `MAX_GAMES` games a draw, so that no two draws
   share a seed.
@@ -29,16 +29,22 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horcrux import play
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents import family as fam
 from horcrux.belief import ties
 from horcrux.rules import preset
+from horcrux_tools.batch.command import stream
+from horcrux_tools.batch.engine import Engine, LocalEngine
+from horcrux_tools.batch.engine import Job as Batch
 from horcrux_tools.echo.ablation import paired
 from horcrux_tools.evaluation.runner import ABLATIONS, make_harry
+
+if TYPE_CHECKING:
+    from horcrux_tools.batch.log import ResultLog
+    from horcrux_tools.batch.progress import Progress
 
 SPLITS = ("dev", "holdout")
 MAX_GAMES = 1000
@@ -70,7 +76,7 @@ def spec_of(draw: int) -> str:
 
 def open_split(split: str) -> None:
     """Open the holdout for the holdout split (the only call in the tools); the dev split
-    leaves it closed. Also the worker pools' initializer."""
+    leaves it closed. Also the batch's initializer, in every worker."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
     if split == "holdout":
@@ -193,6 +199,11 @@ def check_specs(harrys: Sequence[str]) -> None:
         raise ValueError(f"a Harry is named twice: {', '.join(harrys)}")
 
 
+def task_key(harry: str, draw: int, game: int) -> str:
+    """A game's key in the batch and its result log."""
+    return f"{harry}|{draw}|{game}"
+
+
 def run_family(
     harry_specs: Sequence[str],
     split: str,
@@ -201,11 +212,16 @@ def run_family(
     workers: int,
     rules: str = "classic",
     on_result: Callable[[int, int], None] | None = None,
+    *,
+    engine: Engine | None = None,
+    log: ResultLog | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Every (Harry, draw) pair on the same seeds on `workers` processes; the report's
-    data: meta, each draw's parameters, the wins (a string of 0/1 per game, game 0
-    first), each Harry's summary and, for every Harry after the first, the paired
-    comparison with the first."""
+    """Every (Harry, draw) pair on the same seeds through the batch engine (`engine`, by
+    default a local pool of `workers` processes; `log` keeps each game's result as it
+    finishes and holds those of an interrupted run); the report's data: meta, each
+    draw's parameters, the wins (a string of 0/1 per game, game 0 first), each Harry's
+    summary and, for every Harry after the first, the paired comparison with the first."""
     if not 1 <= games <= MAX_GAMES:
         raise ValueError(f"games must be 1..{MAX_GAMES} (seeds d * 1000 + g), got {games}")
     harrys = tuple(harry_specs)
@@ -214,26 +230,15 @@ def run_family(
     open_split(split)
     params = draw_params(seeds)
     preset(rules)
-    jobs: list[Job] = [(rules, h, d, g) for d in seeds for h in harrys for g in range(games)]
+    engine = engine or LocalEngine(workers)
+    tasks = [
+        (task_key(h, d, g), (rules, h, d, g)) for d in seeds for h in harrys for g in range(games)
+    ]
+    job = Batch(_play, tasks, initializer=open_split, initargs=(split,))
     wins = {h: {d: [0] * games for d in seeds} for h in harrys}
     start = time.monotonic()
-    done = 0
-    if workers <= 1:
-        results: Any = map(_play, jobs)
-        for h, d, g, won in results:
-            wins[h][d][g] = won
-            done += 1
-            if on_result:
-                on_result(done, len(jobs))
-    else:
-        chunk = max(1, min(16, len(jobs) // (workers * 8)))
-        ctx = get_context("spawn")
-        with ctx.Pool(workers, initializer=open_split, initargs=(split,)) as pool:
-            for h, d, g, won in pool.imap_unordered(_play, jobs, chunksize=chunk):
-                wins[h][d][g] = won
-                done += 1
-                if on_result:
-                    on_result(done, len(jobs))
+    for _, (h, d, g, won) in stream(engine, job, log=log, progress=progress, on_result=on_result):
+        wins[h][d][g] = won
     seconds = time.monotonic() - start
     data: dict[str, Any] = {
         "split": split,
@@ -242,7 +247,7 @@ def run_family(
         "games": games,
         "seed_rule": "game g against draw d: seed d * 1000 + g, every Harry",
         "harrys": list(harrys),
-        "workers": workers,
+        "workers": engine.workers,
         "seconds": round(seconds, 1),
         "draw_params": {str(d): p for d, p in params.items()},
         "wins": {
@@ -292,5 +297,6 @@ __all__ = [
     "run_family",
     "spec_of",
     "summarise",
+    "task_key",
     "wins_of",
 ]

@@ -8,8 +8,6 @@ over when the grid report rewrites the page)."""
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -184,37 +182,61 @@ def headline(data: dict[str, Any]) -> list[str]:
     return out
 
 
+LOG_NAME = "family.partial.jsonl"
+"""Each game's result as it finishes (`batch.log`), in `--out`; removed once the report is
+written, kept by an interrupted run for `--resume`."""
+
+
 def evaluate_family(args: Any) -> int:
     """The CLI's `evaluate --family N` (args: family, split, games, harry, workers, rules,
-    out, no_plots, progress)."""
+    out, no_plots, progress, engine, address, resume)."""
+    from horcrux_tools.batch.command import engine_of, log_of
+    from horcrux_tools.batch.progress import Progress
+
     harrys = tuple(args.harry.split(",")) if args.harry else ("planner",)
     games = args.games or 300
-    workers = args.workers or family.default_workers()
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
-    start = time.monotonic()
-
-    def tick(done: int, total: int) -> None:
-        if show and (done == total or done % max(1, total // 200) == 0):
-            spent = time.monotonic() - start
-            sys.stderr.write(f"\r{done}/{total} games  {spent:,.0f} s")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-    data = family.run_family(
-        harrys, args.split, args.family, games, workers, rules=args.rules, on_result=tick
-    )
+    engine = engine_of(args, args.workers or family.default_workers())
+    family.check_specs(harrys)
+    family.draw_seeds(args.split, args.family)
     out = Path(args.out)
+    meta = {
+        "command": "evaluate --family",
+        "split": args.split,
+        "draws": args.family,
+        "games": games,
+        "harrys": list(harrys),
+        "rules": args.rules,
+    }
+    log = log_of(out / LOG_NAME, meta, args)
+    total = args.family * games * len(harrys)
+    show = args.progress if args.progress is not None else True
+    progress = Progress(total, enabled=show)
+    try:
+        data = family.run_family(
+            harrys,
+            args.split,
+            args.family,
+            games,
+            engine.workers,
+            rules=args.rules,
+            engine=engine,
+            log=log,
+            progress=progress,
+        )
+    finally:
+        log.close()
     write_outputs(data, out, plots=not args.no_plots)
+    log.remove()
     print(f"family ({args.split}): {args.family} draws x {games} games x {len(harrys)} Harrys")
     print("\n".join(headline(data)))
-    print(f"{data['seconds']:.0f} s on {workers} workers; {out / JSON_NAME}, {out}/EVALUATION.md")
+    print(f"{data['seconds']:.0f} s on {engine.describe()}; {out / JSON_NAME}, {out}/EVALUATION.md")
     return 0
 
 
 __all__ = [
     "BEGIN",
     "END",
+    "LOG_NAME",
     "SECTION",
     "evaluate_family",
     "render_section",

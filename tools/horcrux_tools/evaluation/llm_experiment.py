@@ -318,19 +318,28 @@ def run_jobs(
         on_result(len(out), len(jobs))
     if not todo:
         return out
-    ctx = get_context("spawn")
-    with ctx.Manager() as manager:
+    # The batch engine's local back end, never Ray: each worker process takes one server
+    # URL from the queue (the initializer, once per process) and keeps it, and the servers
+    # are processes on this machine (a worker on another node could not reach them). No
+    # retries: a model call is not free, and a failure is reported by key (the checkpoint
+    # keeps every other result for the next run).
+    from horcrux_tools.batch.engine import Job as Batch
+    from horcrux_tools.batch.engine import LocalEngine
+
+    engine = LocalEngine(len(urls), inline=False)
+    with get_context("spawn").Manager() as manager:
         queue = manager.Queue()
         for url in urls:
             queue.put(url or "")
-        with ctx.Pool(len(urls), initializer=_init_worker, initargs=(queue, backend_name)) as pool:
-            for result in pool.imap_unordered(_run, todo):
-                out.append(result)
-                if checkpoint is not None:
-                    with checkpoint.open("a") as fh:
-                        fh.write(json.dumps(list(result)) + "\n")
-                if on_result:
-                    on_result(len(out), len(jobs))
+        batch = Batch(_run, [(j[0], j) for j in todo], _init_worker, (queue, backend_name), 0)
+        for outcome in engine.run(batch):
+            result = outcome.value
+            out.append(result)
+            if checkpoint is not None:
+                with checkpoint.open("a") as fh:
+                    fh.write(json.dumps(list(result)) + "\n")
+            if on_result:
+                on_result(len(out), len(jobs))
     return out
 
 

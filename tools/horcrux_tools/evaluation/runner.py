@@ -1,4 +1,5 @@
-"""Play every (Harry, Voldemort) pair on the same seeds, on every core, with bookkeeping.
+"""Play every (Harry, Voldemort) pair on the same seeds, through the batch engine, with
+bookkeeping.
 
 Game g of every pair uses seed `seed + g` (paired: the placement and the dice are the
 same for every architecture). `play_traced` is the one game loop (`horcrux.play.play`, the
@@ -14,8 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
-from multiprocessing import get_context
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from horcrux import play
@@ -29,10 +29,14 @@ from horcrux.models import HarryMoved, PlantDecoy, Relocate
 from horcrux.play import Step
 from horcrux.rules import RuleSet, preset
 from horcrux.views import HarryView
+from horcrux_tools.batch.command import stream
+from horcrux_tools.batch.engine import Engine, LocalEngine
+from horcrux_tools.batch.engine import Job as Batch
 from horcrux_tools.evaluation.metrics import calibration_terms, failure_modes, map_entropy
 
 if TYPE_CHECKING:
     from horcrux.belief.base import BeliefMap
+    from horcrux_tools.batch.log import ResultLog
 
 HARRY_ARCHITECTURES = (
     "naive",
@@ -238,6 +242,18 @@ def play_traced(
     )
 
 
+def record_of(row: dict[str, Any]) -> GameRecord:
+    """A `GameRecord` from its JSON form (`dataclasses.asdict`, as the result log holds it)."""
+    cal = row["calibration"]
+    return GameRecord(
+        **{
+            **row,
+            "calibration": None if cal is None else tuple(cal),
+            "decisions": [(t, n) for t, n in row["decisions"]],
+        }
+    )
+
+
 Job = tuple[str, int, str, str, bool]
 
 
@@ -267,22 +283,19 @@ def run_grid(
     seed: int,
     workers: int,
     on_result: Callable[[int, int], None] | None = None,
+    *,
+    engine: Engine | None = None,
+    log: ResultLog | None = None,
 ) -> list[GameRecord]:
-    """Play the grid on `workers` processes; results sorted by (voldemort, harry, seed)."""
+    """Play the grid through `engine` (default: `workers` local processes; `log` keeps each
+    game's record as it finishes and holds an interrupted run's); results sorted by
+    (voldemort, harry, seed), whatever order they finished in."""
     jobs = jobs_for(rules_name, harrys, voldemorts, games, seed)
-    out: list[GameRecord] = []
-    total = len(jobs)
-    if workers <= 1:
-        for job in jobs:
-            out.append(_run_job(job))
-            if on_result:
-                on_result(len(out), total)
-    else:
-        with get_context("spawn").Pool(workers) as pool:
-            for record in pool.imap_unordered(_run_job, jobs, chunksize=4):
-                out.append(record)
-                if on_result:
-                    on_result(len(out), total)
+    engine = engine or LocalEngine(workers)
+    tasks = [(f"{j[3]}|{j[2]}|{j[1]}", j) for j in jobs]
+    batch = Batch(_run_job, tasks)
+    results = stream(engine, batch, log=log, on_result=on_result, encode=asdict, decode=record_of)
+    out = [record for _, record in results]
     order_h = {h: i for i, h in enumerate(harrys)}
     order_v = {v: i for i, v in enumerate(voldemorts)}
     out.sort(key=lambda r: (order_v[r.voldemort], order_h[r.harry], r.seed))
@@ -300,6 +313,7 @@ __all__ = [
     "jobs_for",
     "make_harry",
     "play_traced",
+    "record_of",
     "run_grid",
     "system_tokens",
 ]
