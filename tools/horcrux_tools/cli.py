@@ -235,6 +235,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return evaluate(args)
 
 
+def cmd_ceiling(args: argparse.Namespace) -> int:
+    from horcrux_tools.evaluation.ceiling import command
+
+    return command(args)
+
+
 def cmd_season(args: argparse.Namespace) -> int:
     from horcrux_tools.echo.season import ABLATION_ARMS, BASE_ARMS, run_season, write_season
 
@@ -461,6 +467,22 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     add_engine_args(ev, resume="evaluation.partial.jsonl or family.partial.jsonl in --out")
     ev.set_defaults(func=cmd_evaluate)
+
+    ceil = sub.add_parser(
+        "ceiling",
+        help="the value of knowing the opponent: told vs default vs untold over dev family draws",
+        description="Per dev draw of the generated family: the default planner, Harry told the "
+        "draw's policy (told:D) and the untold particle Harry, on the same seeds; ceiling.json, "
+        "img/ceiling.png and a section of EVALUATION.md into --out.",
+    )
+    ceil.add_argument("--draws", type=_positive, default=40, help="dev draws 0..N-1 (40)")
+    ceil.add_argument("--games", type=_positive, default=20, help="games per draw and Harry (20)")
+    ceil.add_argument("--harry", default="planner,told,untold", help="a subset, planner in it")
+    ceil.add_argument("--workers", type=_positive, default=None, help="default: every core")
+    ceil.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
+    ceil.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    add_engine_args(ceil, resume="ceiling.partial.jsonl in --out")
+    ceil.set_defaults(func=cmd_ceiling)
 
     sea = sub.add_parser(
         "season",
