@@ -10,6 +10,11 @@ RULES  ?= classic
 GAMES  ?= 200
 PORT   ?= 8000
 SEAT   ?= harry
+# the batch engine of simulate / eval / eval-family*: local (a process pool) or ray, with
+# ADDRESS a running Ray cluster's (docs/BATCH.md)
+ENGINE  ?= local
+ADDRESS ?=
+BATCH   := --engine $(ENGINE)$(if $(ADDRESS), --address $(ADDRESS))
 
 .PHONY: ray help venv play serve demo simulate test lint format typecheck pytest bench eval eval-family eval-family-dev eval-llm season synth clean model model-serve soak
 
@@ -57,7 +62,7 @@ demo: venv
 	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0
 
 simulate: venv
-	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0
+	$(BIN)/horcrux simulate --harry $(HARRY) --voldemort $(VOLDEMORT) --rules $(RULES) --games $(GAMES) --seed 0 $(BATCH)
 
 test: lint typecheck pytest
 
@@ -116,22 +121,22 @@ soak: venv
 	$(BIN)/python benchmarks/soak.py --requests $(REQUESTS) --concurrency $(CONCURRENCY)
 
 eval: venv
-	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs
+	$(BIN)/horcrux evaluate --rules $(RULES) --games 2000 --seed 0 --out docs $(BATCH)
 
 # the generated Voldemort family (docs/EVALUATION.md, docs/ECHO.md): the holdout at the
 # issue's sizes; `reference` and `passive` at 2000 games are `make eval`'s
 eval-family: venv
-	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 50 --split holdout --games 300 --harry planner --out docs --no-progress || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 50 --split holdout --games 300 --harry planner --out docs --no-progress $(BATCH) || exit 1; \
 	echo "evaluate --family: $$(( $$(date +%s) - start )) s wall"
-	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split holdout --games 200 --named --out docs || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split holdout --games 200 --named --out docs $(BATCH) || exit 1; \
 	echo "season --family: $$(( $$(date +%s) - start )) s wall"
 
 # the dev split (for development; never the holdout), into docs/family-dev: the planner's
 # modes over 80 draws x 100 games (the ablation of its pieces), 30 seasons x 100 games + the named
 eval-family-dev: venv
-	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 80 --split dev --games 100 --harry planner,planner:aware,planner:mixture --out docs/family-dev --no-progress || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux evaluate --family 80 --split dev --games 100 --harry planner,planner:aware,planner:mixture --out docs/family-dev --no-progress $(BATCH) || exit 1; \
 	echo "evaluate --family: $$(( $$(date +%s) - start )) s wall"
-	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split dev --games 100 --named --out docs/family-dev || exit 1; \
+	@start=$$(date +%s); $(BIN)/horcrux season --family 30 --split dev --games 100 --named --out docs/family-dev $(BATCH) || exit 1; \
 	echo "season --family: $$(( $$(date +%s) - start )) s wall"
 
 eval-llm: venv model

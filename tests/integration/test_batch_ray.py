@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from horcrux.rules import preset
-from horcrux_tools.batch.engine import Job, LocalEngine, worker_id
+from horcrux_tools.batch.engine import Job, LocalEngine, where, worker_id
 from horcrux_tools.batch.ray_engine import OBJECT_STORE_BYTES, RayEngine
 from horcrux_tools.cli import main
 from horcrux_tools.echo.ablation import run_ablation
@@ -287,3 +287,25 @@ def test_the_aws_cluster_config_is_valid_for_ray(ray_env: Any) -> None:
     setup = " ".join(config["setup_commands"])
     assert '"$HOME/horcrux/tools[ray]"' in setup and f"ray[default]=={ray_env.__version__}" in setup
     assert "--dashboard-host=127.0.0.1" in " ".join(config["head_start_ray_commands"])
+
+
+def test_an_interrupted_ray_batch_cancels_and_shuts_down_its_ray(ray_env: Any) -> None:
+    """Ctrl-C (KeyboardInterrupt in the loop over the results) on a Ray the engine started:
+    the tasks in flight are cancelled and Ray is shut down, its processes gone."""
+    engine = RayEngine(workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in engine.run(Job(where, [(str(i), i) for i in range(200)], chunk=1)):
+            assert any("raylet" in name for name in _names(_tree(os.getpid())))
+            raise KeyboardInterrupt
+    assert not ray_env.is_initialized()
+    assert not any("raylet" in name or "gcs_server" in name for name in _names(_tree(os.getpid())))
+
+
+def _names(pids: set[int]) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+        except OSError:
+            continue
+    return out
