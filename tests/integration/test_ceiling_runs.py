@@ -21,8 +21,9 @@ ARGV = ["ceiling", "--draws", "2", "--games", "2", "--harry", "planner,told",
 
 def _report(out: Path) -> tuple[dict[str, Any], str]:
     data = json.loads((out / ceiling.JSON_NAME).read_text())
-    data.pop("seconds")
-    page = re.sub(r"\d+ s\.", "N s.", (out / "EVALUATION.md").read_text())
+    for varies in ("seconds", "resumed"):  # this run's own: its time, what it read back
+        data.pop(varies)
+    page = re.sub(r"; \d+ games played in .*\.\n", "; N.\n", (out / "EVALUATION.md").read_text())
     return data, page
 
 

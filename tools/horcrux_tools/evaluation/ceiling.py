@@ -92,8 +92,12 @@ def run(
     not played again) and build the report."""
     start = time.perf_counter()
     job = Job(play, [(key(t), t) for t in tasks(draws, games, harrys)])
+    keys = {k for k, _ in job.tasks}
+    resumed = sum(1 for k in (log.done if log else {}) if k in keys)
     records = [value for _, value in stream(engine, job, log=log, progress=progress)]
-    return report(records, draws, games, harrys, time.perf_counter() - start)
+    data = report(records, draws, games, harrys, time.perf_counter() - start)
+    data["resumed"] = resumed
+    return data
 
 
 def command(args: argparse.Namespace) -> int:
@@ -211,6 +215,16 @@ def _pts(x: float) -> str:
     return f"{100 * x:+.0f}"
 
 
+def _timing(data: dict[str, Any]) -> str:
+    played = len(data["harrys"]) * len(data["draws"]) * data["games"] - data.get("resumed", 0)
+    text = f"{played:,} games played in {data['seconds']:.0f} s"
+    if data.get("engine"):
+        text += f" on {data['engine']}"
+    if data.get("resumed"):
+        text += f", {data['resumed']:,} read back from an interrupted run's log (`--resume`)"
+    return text
+
+
 def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
     s = data["summary"]
     harrys = data["harrys"]
@@ -230,7 +244,7 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         "--games G --out docs`.",
         "",
         f"Split **dev**: {len(draws)} draws `family:{draws[0]}`..`family:{draws[-1]}`, "
-        f"{data['games']} games each, classic preset; {data['seconds']:.0f} s.",
+        f"{data['games']} games each, classic preset; {_timing(data)}.",
         "",
         "| Harry | mean | median | worst |",
         "|---|---|---|---|",
