@@ -194,34 +194,57 @@ def test_head_through_the_bridge_keeps_the_apis_content_length_and_sends_no_body
     assert lengths == ["17"]
 
 
-# ---------------------------------------------------------------- a move answered 5xx
+# ---------------------------------------------------------------- never from the request path
 class RecordingAi:
-    """The AI workers' two entry points, recorded."""
+    """The AI workers' entry points, recorded (the app may only ask for their counts)."""
+
+    failures = 0
 
     def __init__(self) -> None:
-        self.noticed: list[int] = []
-        self.enqueued: list[str] = []
+        self.calls: list[str] = []
 
     def notice(self, status: int, body: bytes) -> None:
-        self.noticed.append(status)
+        self.calls.append(f"notice {status}")
 
     def enqueue(self, game_id: str) -> None:
-        self.enqueued.append(game_id)
+        self.calls.append(f"enqueue {game_id}")
+
+    def pending(self) -> int:
+        return 0
+
+    def retrying(self) -> int:
+        return 0
 
 
-def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read() -> None:
-    statuses = iter([503, 200, 503, 409])
+def test_the_request_path_never_queues_an_ai_turn() -> None:
+    """AI turns come from the committed events (the local stream), never from an answer:
+    a move answered 503, a game that shows an AI seat to move, a read, a refusal."""
+    replies = iter(
+        [
+            (503, "{}"),
+            (
+                200,
+                '{"game_id": "g2", "status": "active", "to_move": "voldemort", '
+                '"seats": {"voldemort": {"kind": "ai"}}}',
+            ),
+            (200, '{"game_id": "g3", "status": "over"}'),
+            (409, "{}"),
+        ]
+    )
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"statusCode": next(statuses), "headers": {}, "body": "{}"}
+        status, body = next(replies)
+        return {"statusCode": status, "headers": {}, "body": body}
 
     ai = RecordingAi()
     app = ApiGatewayWsgi(handler, ai=ai)  # type: ignore[arg-type]
+    answered = []
     for method, target in (
-        ("POST", "/games/g%201/moves"),  # 503: may have been written
-        ("POST", "/games/g2/moves"),  # 200: the answer shows the game (notice)
-        ("GET", "/games/g3"),  # 503 on a read: nothing was written
-        ("POST", "/games/g4/moves"),  # 409: refused, nothing written
+        ("POST", "/games/g%201/moves"),
+        ("POST", "/games/g2/moves"),
+        ("GET", "/games/g3"),
+        ("POST", "/games/g4/moves"),
+        ("GET", "/healthz"),
     ):
         environ = {
             "REQUEST_METHOD": method,
@@ -230,6 +253,6 @@ def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read
             "REMOTE_ADDR": "127.0.0.1",
             "wsgi.input": io.BytesIO(b""),
         }
-        b"".join(app(environ, lambda status, headers: None))
-    assert ai.noticed == [503, 200, 503, 409]
-    assert ai.enqueued == ["g 1"]
+        b"".join(app(environ, lambda status, headers: answered.append(status)))
+    assert [s.split()[0] for s in answered] == ["503", "200", "200", "409", "200"]
+    assert ai.calls == []

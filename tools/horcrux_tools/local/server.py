@@ -12,7 +12,10 @@ AI turns in a worker pool.
   (`AWS_ENDPOINT_URL_DYNAMODB`: nothing started). `/healthz` checks it (DescribeTable,
   cached 1 s): 200, or 503 with `Retry-After` naming the problem; tables found missing
   (the local DynamoDB restarted empty) are created again, with a message.
-* AI turns: `ai_turns.AiTurns`, the stand-in for the stream -> turn Lambdas.
+* AI turns: `stream.StreamTail` tails the events table's stream (the committed events, in
+  order, from a checkpoint) and hands each event that asks for an AI turn or ends a game
+  to `ai_turns.AiTurns`, the stand-in for the turn and compaction Lambdas; nothing on the
+  request path queues a turn.
 * Limits: per-client token buckets (`wsgi.RateLimiter`), like the stack's throttling.
 * SIGTERM/SIGINT: stop accepting, give running turns and requests up to 2 s, stop the
   DynamoDB child (SIGTERM, SIGKILL after 2 s): out within 5 s.
@@ -51,6 +54,7 @@ from horcrux_tools.local.guard import (
     guarded_channel,
 )
 from horcrux_tools.local.moto_server import DynamoWatch, LocalDynamo, start_dynamodb
+from horcrux_tools.local.stream import StreamTail
 from horcrux_tools.local.wsgi import (
     CREATE_RATE,
     HEALTH_PATH,
@@ -279,6 +283,7 @@ class LocalStack:
     dynamo: LocalDynamo
     watch: DynamoWatch
     ai: AiTurns
+    tail: StreamTail
     app: ApiGatewayWsgi
     httpd: LocalHttpServer
     _thread: threading.Thread | None = None
@@ -303,6 +308,7 @@ class LocalStack:
         self.httpd.stop(grace_s)
         if self._thread is not None:
             self._thread.join(grace_s)
+        self.tail.stop(grace_s / 2)
         self.ai.stop(grace_s)
         self.httpd.shutdown_threads(max(0.1, grace_s / 2))
         self.watch.stop()
@@ -364,10 +370,12 @@ def start_stack(
     dynamo = start_dynamodb(dynamo_host, 0)
     ai: AiTurns | None = None
     watch: DynamoWatch | None = None
+    tail: StreamTail | None = None
     try:
         from horcrux.secrets import AnthropicKey
         from horcrux.settings import turn_settings
-        from horcrux.store import DynamoDbStore
+        from horcrux.store import DynamoDbStore, DynamoSettings
+        from horcrux.store.stream import EventStream
 
         settings = turn_settings("harry")  # read once, after the local DynamoDB is set up
         key = AnthropicKey(settings.secret)
@@ -386,11 +394,13 @@ def start_stack(
             GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
+        stream = EventStream(DynamoSettings.from_settings(settings.store))
+        tail = stream_tail = StreamTail(stream, ai.enqueue).start()
         guard = options.guard()
         lobby = LobbyCache(options.lobby_cache_s) if options.lobby_cache_s > 0 else None
 
         def dropped() -> dict[str, Any]:
-            extras: dict[str, Any] = {"dropped": guard.stats()}
+            extras: dict[str, Any] = {"dropped": guard.stats(), "stream": stream_tail.stats()}
             if lobby is not None:
                 extras["lobby_cache"] = {"hits": lobby.hits, "misses": lobby.misses}
             return extras
@@ -406,13 +416,15 @@ def start_stack(
         )
         httpd = LocalHttpServer(app, host, port, options, guard)
     except BaseException:
+        if tail is not None:
+            tail.stop(0)
         if ai is not None:
             ai.stop(0)
         if watch is not None:
             watch.stop()
         dynamo.stop()
         raise
-    return LocalStack(dynamo=dynamo, watch=watch, ai=ai, app=app, httpd=httpd)
+    return LocalStack(dynamo=dynamo, watch=watch, ai=ai, tail=tail, app=app, httpd=httpd)
 
 
 def serve(

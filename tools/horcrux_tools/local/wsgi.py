@@ -8,8 +8,9 @@ HTTP API (payload 2.0) event and the Lambda proxy response back, for waitress to
   Powertools metric set (Powertools shares one across every `Metrics`, unsafe under threads).
 * `RateLimiter`: per-client (source IP) token buckets like the stack's stage throttling,
   tighter for `POST /games` (each may start AI games); 429 `throttled` with `Retry-After`.
-* `ApiGatewayWsgi`: the app: `/healthz` (DynamoDB checked, 200 or 503), the limits, the
-  handler, and AI turns queued after every response that shows an AI seat to move.
+* `ApiGatewayWsgi`: the app: `/healthz` (DynamoDB checked, 200 or 503, with the AI
+  workers' counts), the limits and the handler. AI turns are never queued here: the local
+  stream plays them from the committed events (`stream.StreamTail`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
 from typing import Any, TextIO
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
@@ -391,19 +392,11 @@ class ApiGatewayWsgi:
         self.health_extras = health_extras
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The handler's response to `event`. Nothing here queues an AI turn: the local
+        stream (`stream.StreamTail`) plays them from the committed events, whatever the
+        answer was."""
         context = FakeLambdaContext(function_name="horcrux-api", timeout_s=self.timeout_s)
-        response = self.handler(event, context)
-        if self.ai is not None:
-            status = int(response.get("statusCode", 500))
-            self.ai.notice(status, response_body(response))
-            method = str(((event.get("requestContext") or {}).get("http") or {}).get("method"))
-            moved = _MOVE_PATH.fullmatch(str(event.get("rawPath") or ""))
-            if status >= 500 and method == "POST" and moved is not None:
-                # a move answered 5xx may still have been written (a database that stalled
-                # after the transaction was sent): the workers look for a due AI turn
-                # themselves (retrying while the database is down), no read needed
-                self.ai.enqueue(unquote(moved.group(1)))
-        return response
+        return self.handler(event, context)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         start = time.perf_counter()
@@ -494,7 +487,6 @@ class ApiGatewayWsgi:
         return int(response.get("statusCode", 500)), headers, response_body(response)
 
 
-_MOVE_PATH = re.compile(r"/games/([^/]+)/moves/?")
 _HOP_BY_HOP = frozenset(("content-length", "connection", "transfer-encoding", "keep-alive"))
 
 __all__ = [
