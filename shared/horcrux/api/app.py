@@ -50,6 +50,7 @@ from horcrux.errors import HorcruxError, NotYourTurn
 from horcrux.lazy import lazy_import
 from horcrux.service import GameService, ServiceError
 from horcrux.settings import OperatorSettings
+from horcrux.store.budget import DEFAULT_REQUEST_BUDGET_S, request_budget
 from horcrux.store.port import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ class HorcruxResolver(APIGatewayHttpResolver):
     handler counts statuses with it)."""
 
     max_body_bytes = MAX_BODY_BYTES
+    database_budget_s: float | None = DEFAULT_REQUEST_BUDGET_S
+    """The database's time budget per request (`horcrux.store.budget`; None: none)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -106,6 +109,10 @@ class HorcruxResolver(APIGatewayHttpResolver):
         memory routes' operator token): a HorcruxError is the answer."""
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        with request_budget(self.database_budget_s):
+            return self._resolve_request(event, context)
+
+    def _resolve_request(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         method = _method(event)
         if method == "HEAD" and "GET" in self.allowed_methods(_path(event)):
             response = self._guarded(_as_method(event, "GET"), context)
@@ -268,6 +275,9 @@ def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Cal
             )
         if errors.status_for(exc.code) >= 500:
             log.error("domain error %s: %s", exc.code, exc.message)
+        retry_after = getattr(exc, "retry_after_s", None)
+        if isinstance(retry_after, int):  # a lock held by an earlier request
+            return error_response(exc.code, exc.message, retry_after_s=retry_after, **extra)
         return error_response(exc.code, exc.message, **extra)
 
     def no_route(exc: NotFoundError) -> Response[Any]:
@@ -297,11 +307,14 @@ def build_app(
     idempotency: IdempotentMoves | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     operator: OperatorSettings | None = None,
+    database_budget_s: float | None = DEFAULT_REQUEST_BUDGET_S,
 ) -> HorcruxResolver:
     """The API over `service`. Without `idempotency`, an `Idempotency-Key` is refused
-    (422); without `operator` (no operator token configured) every memory call is 403."""
+    (422); without `operator` (no operator token configured) every memory call is 403.
+    Each request's database calls share `database_budget_s` (`horcrux.store.budget`)."""
     app = HorcruxResolver(enable_validation=True)
     app.max_body_bytes = max_body_bytes
+    app.database_budget_s = database_budget_s
     # registered through the manager (the decorators are untyped for mypy)
     app.exception_handler_manager.update_exception_handlers(exception_handlers(app))
     app.include_router(games_router(service, idempotency))

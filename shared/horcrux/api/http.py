@@ -293,11 +293,14 @@ RETRY_AFTER_S = 1
 
 
 def error_headers(status: int, retry_after_s: int | None = None) -> dict[str, str] | None:
-    """`WWW-Authenticate` on a 401; `Retry-After` (seconds) on a 429 or 503."""
+    """`WWW-Authenticate` on a 401; `Retry-After` (seconds) on a 429 or 503, and on any
+    other error given one (a 409 `idempotency_in_progress`: the lock's remaining time)."""
     if status == 401:
         return {"WWW-Authenticate": "Bearer"}
     if status in (429, 503):
         return {"Retry-After": str(retry_after_s or RETRY_AFTER_S)}
+    if retry_after_s is not None:
+        return {"Retry-After": str(retry_after_s)}
     return None
 
 
