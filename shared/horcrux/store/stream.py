@@ -12,7 +12,6 @@ checkpoint. A database that does not answer raises `StoreUnavailable`, the check
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,13 +55,11 @@ class EventStream:
         self._client = client
         self._streams = streams
         self.stream_arn: str | None = None
+        self._known_arn: str | None = None
         self.checkpoints: dict[str, str] = {}
         self._iterators: dict[str, str] = {}
         self.restarts = 0
         """Times the stream was found again (gone, replaced or its iterator expired)."""
-
-    def _endpoint(self) -> str | None:
-        return self.settings.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None
 
     @property
     def client(self) -> DynamoDBClient:
@@ -72,7 +69,7 @@ class EventStream:
             self._client = boto3.client(
                 "dynamodb",
                 region_name=self.settings.region,
-                endpoint_url=self._endpoint(),
+                endpoint_url=self.settings.endpoint_url,
                 config=client_config(self.settings),
             )
         return self._client
@@ -85,32 +82,27 @@ class EventStream:
             self._streams = boto3.client(
                 "dynamodbstreams",
                 region_name=self.settings.region,
-                endpoint_url=self._endpoint(),
+                endpoint_url=self.settings.endpoint_url,
                 config=client_config(self.settings),
             )
         return self._streams
 
     def read(self) -> list[EventChange]:
-        """The changes committed since the last read (oldest first); [] if none."""
+        """The changes committed since the last read (oldest first); [] if none. After a
+        failed read the stream and its iterators are looked up again (from the checkpoint;
+        from its start if the stream was replaced)."""
         try:
             return self._read()
         except Exception as exc:
-            unavailable = unavailable_error(exc, "stream")
-            if _code(exc) in _RESTART_CODES or (
-                unavailable is not None and unavailable.reason == "tables_missing"
-            ):
-                self._restart()
-                if unavailable is not None:
-                    raise unavailable from exc
+            self.stream_arn = None
+            self._iterators.clear()
+            if _code(exc) in _RESTART_CODES:
+                self.restarts += 1
                 return []
+            unavailable = unavailable_error(exc, "stream")
             if unavailable is not None:
                 raise unavailable from exc
             raise
-
-    def _restart(self) -> None:
-        self.restarts += 1
-        self.stream_arn = None
-        self._iterators.clear()
 
     def _read(self) -> list[EventChange]:
         if self.stream_arn is None:
@@ -118,7 +110,7 @@ class EventStream:
             arn = table.get("LatestStreamArn")
             if not arn:
                 raise RuntimeError(f"the table {self.settings.events_table} has no stream")
-            if arn != getattr(self, "_known_arn", None):  # a new stream: from its start
+            if arn != self._known_arn:  # a new stream (the table recreated): from its start
                 self.checkpoints.clear()
             self.stream_arn = self._known_arn = arn
         changes: list[EventChange] = []

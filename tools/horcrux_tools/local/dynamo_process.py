@@ -332,9 +332,9 @@ def partition_queries() -> Callable[[], None]:
 
 
 @contextmanager
-def patched_moto() -> Iterator[None]:
+def patched_moto(*, stream_records_kept: int = STREAM_RECORDS_KEPT) -> Iterator[None]:
     """Every patch for the duration (tests use it with moto's in-process mock)."""
-    undo = [install_item_undo_log(), cap_stream_records(), partition_queries()]
+    undo = [install_item_undo_log(), cap_stream_records(stream_records_kept), partition_queries()]
     try:
         yield
     finally:

@@ -24,6 +24,7 @@ AI turns in a worker pool.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -394,7 +395,12 @@ def start_stack(
             GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
-        stream = EventStream(DynamoSettings.from_settings(settings.store))
+        stream = EventStream(  # the streams client needs the endpoint named (boto3 reads
+            # AWS_ENDPOINT_URL_DYNAMODB for DynamoDB only)
+            dataclasses.replace(
+                DynamoSettings.from_settings(settings.store), endpoint_url=dynamo.endpoint
+            )
+        )
         tail = stream_tail = StreamTail(stream, ai.enqueue).start()
         guard = options.guard()
         lobby = LobbyCache(options.lobby_cache_s) if options.lobby_cache_s > 0 else None

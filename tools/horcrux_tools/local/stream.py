@@ -13,7 +13,6 @@ its checkpoint; a stream that was replaced (the tables recreated) is read from i
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -93,8 +92,6 @@ class StreamTail:
             except Exception:  # a bug or an unexpected answer: logged, never the thread's end
                 self.read_errors += 1
                 log.exception("reading the events stream failed")
-                with contextlib.suppress(Exception):
-                    self.stream.stream_arn = None
                 self._stop.wait(self.max_backoff_s)
                 continue
             backoff = self.poll_s
