@@ -135,11 +135,16 @@ class HorcruxResolver(APIGatewayHttpResolver):
         return response
 
     def allowed_methods(self, path: str) -> list[str]:
-        """The methods some route serves `path` with (empty: no route has the path); HEAD
-        wherever GET is."""
+        """The methods the routes of `path` serve it with (empty: no route has the path);
+        HEAD wherever GET is. Where routes of several shapes match, the path is the most
+        specific shape's (the most literal segments): `/memory/corrections` is that route's
+        (POST), never `/memory/{agent}`'s; `/memory/a/items/b/history` is the history's
+        (GET), never `/memory/{agent}/items/{item_id}/{verdict}`'s."""
         path = self._remove_prefix(path)
         routes = self._static_routes + self._dynamic_routes
-        methods = {r.method for r in routes if r.rule.match(path)}
+        matching = [r for r in routes if r.rule.match(path)]
+        best = max((_literal_segments(r.path) for r in matching), default=0)
+        methods = {r.method for r in matching if _literal_segments(r.path) == best}
         if "GET" in methods:
             methods.add("HEAD")
         return sorted(methods)
@@ -191,6 +196,12 @@ class HorcruxResolver(APIGatewayHttpResolver):
         except BadBody as exc:
             return proxy_error(exc.code, exc.message)
         return super().resolve(request, context)
+
+
+def _literal_segments(route_path: str) -> int:
+    """How many segments of a route's path are literal (`/memory/corrections`: 2,
+    `/memory/<agent>`: 1)."""
+    return sum(1 for part in route_path.split("/") if part and not part.startswith("<"))
 
 
 def _integral_bounds(node: Any) -> None:

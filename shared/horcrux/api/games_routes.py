@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from horcrux.api.http import (
     ERRORS,
     Authorization,
+    DecimalInt,
     IfMatch,
     IfNoneMatch,
     bearer,
@@ -124,7 +125,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         status: Annotated[
             LobbyStatus, Query(description="open (default), active or over")
         ] = "open",
-        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        limit: Annotated[DecimalInt, Query(ge=1, le=100)] = 20,
         cursor: Annotated[
             str | None, Query(min_length=1, max_length=200, description="from the last page")
         ] = None,
@@ -207,7 +208,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         idempotency_key: IdempotencyKey = None,
         if_match: IfMatch = None,
         expected_version: Annotated[
-            int | None,
+            DecimalInt | None,
             Query(
                 ge=0,
                 le=VERSION_MAX,
@@ -271,9 +272,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def events(
         game_id: GameId,
         after: Annotated[
-            int, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
+            DecimalInt, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
         ] = -1,
-        limit: Annotated[int, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
+        limit: Annotated[DecimalInt, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
         authorization: Authorization = None,
     ) -> EventsResponse:
         return service.events(game_id, bearer(authorization), after=after, limit=limit)
@@ -288,7 +289,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def belief(
         game_id: GameId,
         turn: Annotated[
-            int | None,
+            DecimalInt | None,
             Query(
                 ge=1,
                 le=MAX_TURN_QUERY,

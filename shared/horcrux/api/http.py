@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
+from pydantic import BeforeValidator
 
 from horcrux.api import errors
 from horcrux.service.errors import BadRequest, Unauthorized
@@ -61,17 +62,33 @@ def bearer(authorization: str | None) -> str | None:
     return token.strip()
 
 
+def _decimal_digits(value: Any) -> Any:
+    """A query integer as decimal digits only (`3`, `-1`): never `3.0`, `3e0` or ` 3`."""
+    if isinstance(value, str) and not _DECIMAL.fullmatch(value):
+        raise ValueError(f"expected an integer in decimal digits, such as 3; got {value[:40]!r}")
+    return value
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")
+DecimalInt = Annotated[int, BeforeValidator(_decimal_digits)]
+"""An integer query parameter: decimal digits, as the OpenAPI document's `integer` says."""
+
+ETAGS_PATTERN = r'^\s*(\*\s*|(W/)?"[^",]*"\s*(,\s*(W/)?"[^",]*"\s*)*)$'
+"""`*` or a comma-separated list of quoted entity tags: what `etag_versions` accepts (the
+document's pattern; the server's own check answers 400 naming the problem)."""
 IfMatch = Annotated[
     str | None,
     Header(
         description='the version you last saw, as its ETag (`"7"`), or `*`: a move at any '
         "other version is refused (412, nothing written)",
+        json_schema_extra={"pattern": ETAGS_PATTERN, "maxLength": 512},
     ),
 ]
 IfNoneMatch = Annotated[
     str | None,
     Header(
         description='the ETag you hold (`"7"`): 304 with no body while the game is at it',
+        json_schema_extra={"pattern": ETAGS_PATTERN, "maxLength": 512},
     ),
 ]
 

@@ -340,6 +340,15 @@ class RateLimiter:
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
+    def refund(self, client: str, kind: str, cost: float = 1.0) -> None:
+        """Give back `cost` tokens a request took (up to the burst)."""
+        rate = self.rates[kind]
+        with self._lock:
+            found = self._buckets.get((client, kind))
+            if found is not None:
+                tokens, at = found
+                self._buckets[(client, kind)] = (min(rate.burst, tokens + cost), at)
+
     def take(self, client: str, kind: str, cost: float = 1.0) -> float:
         """Take `cost` tokens (an expensive route takes more; at most the burst)."""
         rate = self.rates[kind]
@@ -390,6 +399,15 @@ class ApiGatewayWsgi:
         self.throttled = 0
         self.lobby_cache = lobby_cache
         self.health_extras = health_extras
+        self._log_lock = threading.Lock()
+
+    def _log(self, line: str) -> None:
+        """One whole line per request: one write under a lock (`print` writes the text and
+        its newline apart, so lines of concurrent requests merged and left blanks)."""
+        assert self.log_to is not None
+        with self._log_lock:
+            self.log_to.write(line)
+            self.log_to.flush()
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         """The handler's response to `event`. Nothing here queues an AI turn: the local
@@ -418,8 +436,7 @@ class ApiGatewayWsgi:
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:
             ms = (time.perf_counter() - start) * 1000
-            shown = loggable_target(target)
-            print(f"{method} {shown} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
+            self._log(f"{method} {loggable_target(target)} -> {status} ({ms:.0f} ms)\n")
         return [b""] if method == "HEAD" else [body]
 
     def _respond(
@@ -476,6 +493,10 @@ class ApiGatewayWsgi:
                 status = int(response.get("statusCode", 500))
                 if self.lobby_cache is not None and changes_lobby(method, path, status):
                     self.lobby_cache.clear()
+                if self.limiter is not None and kind == "create" and status in REFUSED_UNREAD:
+                    # refused for what it said, nothing started: the create budget counts
+                    # valid requests only (a client's 4xx keeps naming its mistake)
+                    self.limiter.refund(client, kind)
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
             log.exception("the API handler failed on %s %s", method, loggable_target(target))
             return (
@@ -487,6 +508,9 @@ class ApiGatewayWsgi:
         return int(response.get("statusCode", 500)), headers, response_body(response)
 
 
+REFUSED_UNREAD = frozenset({400, 413, 415, 422})
+"""A create refused for its own content (bad JSON, too large, not JSON, invalid): no game
+was started, so it takes nothing from the create budget."""
 _HOP_BY_HOP = frozenset(("content-length", "connection", "transfer-encoding", "keep-alive"))
 
 __all__ = [
