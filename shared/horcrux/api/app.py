@@ -204,9 +204,30 @@ def _literal_segments(route_path: str) -> int:
     return sum(1 for part in route_path.split("/") if part and not part.startswith("<"))
 
 
+_BOUND_KEYWORDS = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusiveMinimum",
+    "lt": "exclusiveMaximum",
+}
+
+
 def _integral_bounds(node: Any) -> None:
-    """Integer bounds as JSON integers (Powertools writes `maximum: 9007199254740991.0`)."""
+    """Integer bounds as JSON integers (Powertools writes `maximum: 9007199254740991.0`),
+    under JSON Schema's names: a parameter with a validator of its own (`http.DIGITS`)
+    comes out with pydantic's `ge`/`le`, which are moved onto its number's schema."""
     if isinstance(node, dict):
+        schema = isinstance(node.get("type"), str) or isinstance(node.get("anyOf"), list)
+        found = {k: node.pop(k) for k in list(node) if schema and k in _BOUND_KEYWORDS}
+        if found:
+            numbers = [
+                branch
+                for branch in node.get("anyOf", [])
+                if isinstance(branch, dict) and branch.get("type") in ("integer", "number")
+            ]
+            target = numbers[0] if numbers else node
+            for key, value in found.items():
+                target[_BOUND_KEYWORDS[key]] = value
         for key, value in node.items():
             if key in ("maximum", "minimum") and isinstance(value, float) and value.is_integer():
                 node[key] = int(value)

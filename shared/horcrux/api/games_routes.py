@@ -12,9 +12,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from horcrux.api.http import (
+    DIGITS,
     ERRORS,
     Authorization,
-    DecimalInt,
     IfMatch,
     IfNoneMatch,
     bearer,
@@ -125,7 +125,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         status: Annotated[
             LobbyStatus, Query(description="open (default), active or over")
         ] = "open",
-        limit: Annotated[DecimalInt, Query(ge=1, le=100)] = 20,
+        limit: Annotated[int, DIGITS, Query(ge=1, le=100)] = 20,
         cursor: Annotated[
             str | None, Query(min_length=1, max_length=200, description="from the last page")
         ] = None,
@@ -208,7 +208,8 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         idempotency_key: IdempotencyKey = None,
         if_match: IfMatch = None,
         expected_version: Annotated[
-            DecimalInt | None,
+            int | None,
+            DIGITS,
             Query(
                 ge=0,
                 le=VERSION_MAX,
@@ -272,9 +273,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def events(
         game_id: GameId,
         after: Annotated[
-            DecimalInt, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
+            int, DIGITS, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
         ] = -1,
-        limit: Annotated[DecimalInt, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
+        limit: Annotated[int, DIGITS, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
         authorization: Authorization = None,
     ) -> EventsResponse:
         return service.events(game_id, bearer(authorization), after=after, limit=limit)
@@ -289,7 +290,8 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def belief(
         game_id: GameId,
         turn: Annotated[
-            DecimalInt | None,
+            int | None,
+            DIGITS,
             Query(
                 ge=1,
                 le=MAX_TURN_QUERY,

@@ -70,8 +70,9 @@ def _decimal_digits(value: Any) -> Any:
 
 
 _DECIMAL = re.compile(r"-?[0-9]{1,19}")
-DecimalInt = Annotated[int, BeforeValidator(_decimal_digits)]
-"""An integer query parameter: decimal digits, as the OpenAPI document's `integer` says."""
+DIGITS = BeforeValidator(_decimal_digits)
+"""On an integer query parameter (`Annotated[int, DIGITS, Query(...)]`): decimal digits
+only, as the OpenAPI document's `integer` says."""
 
 ETAGS_PATTERN = r'^\s*(\*\s*|(W/)?"[^",]*"\s*(,\s*(W/)?"[^",]*"\s*)*)$'
 """`*` or a comma-separated list of quoted entity tags: what `etag_versions` accepts (the
@@ -348,6 +349,7 @@ def proxy_error(
 
 __all__ = [
     "ACCEPTED_TYPES",
+    "DIGITS",
     "ERRORS",
     "HEADER_MAX_CHARS",
     "MAX_JSON_DEPTH",

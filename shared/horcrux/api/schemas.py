@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, TypeAdapter
 
 from horcrux.models import Ally, AnyAction, Attack, Pass, PlantDecoy, Relocate, Search
+from horcrux.rules import ALLY_NAMES, LOCATIONS
 from horcrux.service.models import (
     MAX_SEED,
     BeliefResponse,
@@ -27,27 +28,60 @@ from horcrux.service.models import (
     SeatRequest,
 )
 
-
 # The engine's actions default `type` (so `Search(location=...)` works); a request must
 # name it, and the OpenAPI document says so: one request model per action, `type` required.
+# The document also states what the engine checks itself (its own 422 names the problem):
+# a location is one of the map's, and an ally takes its own number of distinct locations.
+LocationName = Annotated[
+    str,
+    Field(json_schema_extra={"enum": list(LOCATIONS)}, description="a location of the map"),
+]
+
+
+def _ally_arity(schema: dict[str, Any]) -> None:
+    """Ron searches two different locations, Hermione and Dumbledore one."""
+    schema["oneOf"] = [
+        {
+            "properties": {
+                "ally": {"const": "ron"},
+                "locations": {"minItems": 2, "maxItems": 2, "uniqueItems": True},
+            }
+        },
+        {
+            "properties": {
+                "ally": {"enum": [a for a in ALLY_NAMES if a != "ron"]},
+                "locations": {"minItems": 1, "maxItems": 1},
+            }
+        },
+    ]
+
+
 class SearchMove(Search):
     type: Literal["search"]
+    location: LocationName
 
 
 class AttackMove(Attack):
     type: Literal["attack"]
+    location: LocationName
 
 
 class AllyMove(Ally):
+    model_config = ConfigDict(json_schema_extra=_ally_arity)
+
     type: Literal["ally"]
+    locations: tuple[LocationName, ...] = Field(min_length=1, max_length=2)
 
 
 class RelocateMove(Relocate):
     type: Literal["relocate"]
+    from_location: LocationName
+    to_location: LocationName
 
 
 class PlantDecoyMove(PlantDecoy):
     type: Literal["plant_decoy"]
+    location: LocationName
 
 
 class PassMove(Pass):

@@ -209,6 +209,7 @@ class DynamoDbStore:
                 )
                 break
             except Exception as exc:
+                budget.spend(time.perf_counter() - start)
                 unavailable = unavailable_error(exc, op)
                 retried = _error_code(exc) in RETRIED_CODES or (
                     unavailable is not None and unavailable.reason != "tables_missing"
@@ -221,10 +222,12 @@ class DynamoDbStore:
                     and (left is None or left >= wait + self.settings.read_timeout_s)
                 ):
                     time.sleep(wait)
+                    budget.spend(wait)
                     continue
                 if unavailable is None:
                     raise
                 raise unavailable from exc
+        budget.spend(time.perf_counter() - start)
         elapsed = time.perf_counter() - start
         if self.recorder is not None:
             sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
@@ -726,10 +729,9 @@ def _check_budget(op: str, attempt_s: float) -> None:
     """StoreUnavailable(`timeout`) unless the request's budget covers one more attempt."""
     left = budget.remaining()
     if left is not None and left < attempt_s:
-        raise StoreUnavailable(
+        raise budget.BudgetSpent(
             f"the request's time for the database is spent ({op} not sent; "
-            f"{max(left, 0.0):.2f} s left, an attempt may take {attempt_s:g} s); retry shortly",
-            reason="timeout",
+            f"{max(left, 0.0):.2f} s left, an attempt may take {attempt_s:g} s); retry shortly"
         )
 
 
@@ -767,7 +769,9 @@ def _never_sent(exc: StoreUnavailable) -> bool:
     made (refused, or no answer to the connect), so no request was sent."""
     from botocore import exceptions as bce
 
-    return isinstance(exc.__cause__, bce.EndpointConnectionError)
+    return isinstance(exc, budget.BudgetSpent) or isinstance(
+        exc.__cause__, bce.EndpointConnectionError
+    )
 
 
 def _outcome_unknown(game_id: str, seq: int, why: str) -> StoreUnavailable:
