@@ -198,6 +198,31 @@ class HorcruxResolver(APIGatewayHttpResolver):
         return super().resolve(request, context)
 
 
+def _no_body_on_304(doc: dict[str, Any]) -> None:
+    """A 304 has no body (Powertools documents the route's return type for every status)."""
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            not_modified = operation.get("responses", {}).get("304")
+            if isinstance(not_modified, dict):
+                not_modified.pop("content", None)
+
+
+def _no_null_parameters(doc: dict[str, Any]) -> None:
+    """A parameter the route takes as `X | None` is documented as X: an optional header or
+    query parameter is left out, never sent as the text `null` (which the route refuses)."""
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                branches = schema.get("anyOf")
+                if not isinstance(branches, list):
+                    continue
+                kept = [b for b in branches if b != {"type": "null"}]
+                if len(kept) == 1 and len(kept) < len(branches):
+                    del schema["anyOf"]
+                    schema.update(kept[0])
+
+
 def _literal_segments(route_path: str) -> int:
     """How many segments of a route's path are literal (`/memory/corrections`: 2,
     `/memory/<agent>`: 1)."""
@@ -370,6 +395,8 @@ def build_app(
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             schemas["ErrorResponse"] = ErrorResponse.model_json_schema()
             _integral_bounds(doc)
+            _no_body_on_304(doc)
+            _no_null_parameters(doc)
             openapi_cache["doc"] = json.dumps(doc, separators=(",", ":"))
         return Response(
             status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_cache["doc"]

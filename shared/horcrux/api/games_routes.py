@@ -75,7 +75,7 @@ PRECONDITION_ERRORS: dict[int, Any] = {
 
 def _preconditions(if_match: str | None, expected_version: int | None) -> list[Precondition]:
     out: list[Precondition] = []
-    if if_match is not None:
+    if if_match is not None and if_match.strip():  # an empty list: no precondition
         out.append(Precondition("if_match", etag_versions(if_match)))
     if expected_version is not None:
         out.append(Precondition("expected_version", frozenset({expected_version})))
@@ -176,7 +176,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     ) -> Response[str]:
         game = service.game(game_id, bearer(authorization))
         headers = {"ETag": etag(game.version)}
-        if if_none_match is not None:
+        if if_none_match is not None and if_none_match.strip():  # empty: no condition
             held = etag_versions(if_none_match, "If-None-Match")
             if held is None or game.version in held:
                 return Response(status_code=304, body="", headers=headers)
