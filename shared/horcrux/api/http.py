@@ -78,8 +78,9 @@ ETAGS_PATTERN = r'^\s*(\*\s*|(W/)?"[^",]*"\s*(,\s*(W/)?"[^",]*"\s*)*)?$'
 """`*` or a comma-separated list of quoted entity tags: what `etag_versions` accepts (the
 document's pattern; the server's own check answers 400 naming the problem), or nothing:
 an empty value is an empty list, no condition (RFC 9110's lists), as if the header were
-absent. The length limit (`HEADER_MAX_CHARS`) is in the description only: schemathesis's coverage phase takes
-a value over a `maxLength` beside a `pattern` for a valid one (its issue 2978)."""
+absent. The length limit (`HEADER_MAX_CHARS`) is in the description only: schemathesis's
+coverage phase takes a value over a `maxLength` beside a `pattern` for a valid one (its
+issue 2978)."""
 IfMatch = Annotated[
     str | None,
     Header(
