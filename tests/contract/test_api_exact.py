@@ -145,3 +145,43 @@ def test_the_documents_etag_headers_are_what_the_server_accepts(api: ApiClient) 
     )
     assert moved.status == 200, moved.body
     json.dumps(doc)  # the document stays plain JSON
+
+
+def test_the_documents_seat_brains_are_the_registries_seat_brains() -> None:
+    """The brain names the document lists per seat are those a seat may name (the LLM
+    brains aside: they need a key the deployment may not have)."""
+    from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+    from horcrux.api.schemas import HARRY_SEAT_BRAINS, VOLDEMORT_SEAT_BRAINS
+
+    assert list(HARRY_SEAT_BRAINS) == [n for n in HARRY_BRAINS.names(seat_only=True) if n != "llm"]
+    assert list(VOLDEMORT_SEAT_BRAINS) == [
+        n for n in VOLDEMORT_BRAINS.names(seat_only=True) if n != "llm"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("seats", "refused"),
+    [
+        ({"harry": {"kind": "ai", "name": "Ann"}, "voldemort": {"kind": "human"}}, "no name"),
+        ({"harry": {"kind": "human", "brain": "planner"}, "voldemort": {"kind": "ai"}}, "brain"),
+        (
+            {"harry": {"kind": "human"}, "voldemort": {"kind": "human", "name": "Bo"}},
+            "is free",
+        ),
+    ],
+)
+def test_seat_combinations_the_document_excludes_are_refused(
+    api: ApiClient, seats: dict[str, Any], refused: str
+) -> None:
+    import jsonschema  # schemathesis's own dependency
+
+    doc = _doc(api)
+    schema = {**doc["components"]["schemas"]["CreateGameRequest"], "components": doc["components"]}
+    validator = jsonschema.Draft202012Validator(schema)
+    body = {"seats": seats}
+    assert not validator.is_valid(body)  # the document refuses it, and so does the server
+    reply = api.call("POST", "/games", body=body)
+    assert reply.status == 422 and refused in reply.body["message"], reply.body
+    allowed = {"seats": {"harry": {"kind": "human", "name": "Ann"}, "voldemort": {"kind": "ai"}}}
+    assert validator.is_valid(allowed)
+    assert api.call("POST", "/games", body=allowed).status == 201

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterable, Iterator
@@ -256,3 +257,81 @@ def test_the_request_path_never_queues_an_ai_turn() -> None:
         b"".join(app(environ, lambda status, headers: answered.append(status)))
     assert [s.split()[0] for s in answered] == ["503", "200", "200", "409", "200"]
     assert ai.calls == []
+
+
+# ---------------------------------------------------------------- log lines, the create limit
+def _environ(method: str, target: str, body: bytes = b"", client: str = "127.0.0.1") -> Any:
+    path, _, query = target.partition("?")
+    return {
+        "REQUEST_METHOD": method,
+        "REQUEST_URI": target,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "REMOTE_ADDR": client,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+
+
+class SplitWrites(io.StringIO):
+    """A stream whose every write lets another thread in before it lands (as a terminal's
+    pipe does): two writes per line interleave unless a line is one write."""
+
+    def write(self, text: str) -> int:
+        threading.Event().wait(0.001)
+        return super().write(text)
+
+
+def test_every_request_is_one_whole_log_line_under_concurrency() -> None:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": 200, "headers": {}, "body": "{}"}
+
+    log = SplitWrites()
+    app = ApiGatewayWsgi(handler, log_to=log)
+    requests = 16 * 25
+
+    def client(number: int) -> None:
+        for i in range(25):
+            b"".join(app(_environ("GET", f"/games/g{number}-{i}"), lambda *a: None))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(SOCKET_TIMEOUT_S)
+    lines = log.getvalue().split("\n")
+    assert lines[-1] == ""  # the text ends with a line's end
+    lines = lines[:-1]
+    assert len(lines) == requests
+    shape = re.compile(r"GET /games/g\d+-\d+ -> 200 \(\d+ ms\)")
+    assert all(shape.fullmatch(line) for line in lines), [
+        line for line in lines if not shape.fullmatch(line)
+    ][:3]
+
+
+def test_the_create_limit_counts_valid_requests_only() -> None:
+    """After more malformed creates than the burst, a client still gets the 4xx naming its
+    mistake, and then its valid creates, up to the burst, before a 429."""
+    from horcrux_tools.local.wsgi import Rate, RateLimiter
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            json.loads(event.get("body") or "")
+        except ValueError:
+            return {"statusCode": 400, "headers": {}, "body": '{"error": "invalid_json"}'}
+        return {"statusCode": 201, "headers": {}, "body": "{}"}
+
+    frozen = 100.0
+    limiter = RateLimiter(Rate(50, 100), Rate(1, 3), clock=lambda: frozen)
+    app = ApiGatewayWsgi(handler, limiter=limiter)
+    statuses: list[str] = []
+
+    def create(body: bytes) -> str:
+        sent: list[str] = []
+        b"".join(app(_environ("POST", "/games", body), lambda s, h: sent.append(s)))
+        return sent[0].split()[0]
+
+    statuses = [create(b"{not json") for _ in range(10)]
+    assert statuses == ["400"] * 10  # never a 429: they took nothing
+    valid = [create(b"{}") for _ in range(4)]
+    assert valid == ["201", "201", "201", "429"]  # the burst (3), then the limit
