@@ -335,3 +335,40 @@ def test_the_create_limit_counts_valid_requests_only() -> None:
     assert statuses == ["400"] * 10  # never a 429: they took nothing
     valid = [create(b"{}") for _ in range(4)]
     assert valid == ["201", "201", "201", "429"]  # the burst (3), then the limit
+
+
+def test_lobby_pages_computed_draw_on_a_server_wide_budget() -> None:
+    """Clients on other addresses, each within its own limit, share one budget for the
+    lobby pages the database must compute; a page from the cache costs it nothing."""
+    from horcrux_tools.local.guard import CostBudget, LobbyCache
+
+    computed: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        computed.append(event["rawQueryString"])
+        return {"statusCode": 200, "headers": {}, "body": '{"games": []}'}
+
+    frozen = 100.0
+    budget = CostBudget(1.0, 12.0, clock=lambda: frozen)
+    cache = LobbyCache(60.0, clock=lambda: frozen)
+    app = ApiGatewayWsgi(handler, read_budget=budget, lobby_cache=cache)
+
+    def page(query: str, client: str) -> tuple[str, dict[str, str], bytes]:
+        sent: list[tuple[str, list[tuple[str, str]]]] = []
+        body = b"".join(
+            app(_environ("GET", f"/games?{query}", client=client), lambda *a: sent.append(a))
+        )
+        return sent[0][0].split()[0], dict(sent[0][1]), body
+
+    first = page("status=active&limit=100", "127.0.0.2")  # costs 11 of 12
+    assert first[0] == "200"
+    second = page("status=active&limit=99", "127.0.0.3")  # another address: 10.9 > 1 left
+    assert second[0] == "429"
+    assert second[1]["Retry-After"] == "10"
+    assert "for all clients" in json.loads(second[2])["message"]
+    cached = page("status=active&limit=100", "127.0.0.4")  # the cached page: free
+    assert cached[0] == "200"
+    small = page("status=open&limit=0", "127.0.0.5")  # cost 1.1: still over what is left
+    assert small[0] == "429"
+    assert computed == ["status=active&limit=100"]
+    assert budget.stats() == {"spent": 11.0, "refused": 2}

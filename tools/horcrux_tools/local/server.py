@@ -51,6 +51,7 @@ from horcrux_tools.local.guard import (
     PER_CLIENT_CONNECTIONS,
     READ_DEADLINE_S,
     ConnectionGuard,
+    CostBudget,
     LobbyCache,
     guarded_channel,
 )
@@ -80,6 +81,9 @@ before it is sent."""
 """Bodies over this are refused by waitress (API Gateway's own cap is 10 MB; the API
 refuses anything over 4 KB anyway)."""
 STOP_GRACE_S = 2.0
+READ_BUDGET = Rate(40.0, 80.0)
+"""The lobby pages all clients together may have computed: 40 tokens a second (a page of
+N games costs 1 + N/10: about 8 pages of 40 games a second, 3.6 of 100), burst 80."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ class ServerOptions:
     """Connections open at once from one client address (one more: 429 and closed)."""
     lobby_cache_s: float = LOBBY_CACHE_S
     """`GET /games` pages are answered from a copy at most this old (0: never)."""
+    read_budget: Rate | None = READ_BUDGET
+    """Server-wide, the lobby pages computed (not from the cache), by cost (None: none)."""
 
     def guard(self) -> ConnectionGuard:
         return ConnectionGuard(self.read_deadline_s, self.per_client_connections)
@@ -404,11 +410,18 @@ def start_stack(
         tail = stream_tail = StreamTail(stream, ai.enqueue).start()
         guard = options.guard()
         lobby = LobbyCache(options.lobby_cache_s) if options.lobby_cache_s > 0 else None
+        budget = (
+            CostBudget(options.read_budget.per_s, options.read_budget.burst)
+            if options.read_budget is not None
+            else None
+        )
 
         def dropped() -> dict[str, Any]:
             extras: dict[str, Any] = {"dropped": guard.stats(), "stream": stream_tail.stats()}
             if lobby is not None:
                 extras["lobby_cache"] = {"hits": lobby.hits, "misses": lobby.misses}
+            if budget is not None:
+                extras["read_budget"] = budget.stats()
             return extras
 
         app = ApiGatewayWsgi(
@@ -419,6 +432,7 @@ def start_stack(
             log_to=log_to,
             lobby_cache=lobby,
             health_extras=dropped,
+            read_budget=budget,
         )
         httpd = LocalHttpServer(app, host, port, options, guard)
     except BaseException:

@@ -38,7 +38,13 @@ from urllib.parse import parse_qsl, urlsplit
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
 from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
-from horcrux_tools.local.guard import LobbyCache, changes_lobby, is_lobby, route_cost
+from horcrux_tools.local.guard import (
+    CostBudget,
+    LobbyCache,
+    changes_lobby,
+    is_lobby,
+    route_cost,
+)
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -389,6 +395,7 @@ class ApiGatewayWsgi:
         timeout_s: float = API_TIMEOUT_S,
         lobby_cache: LobbyCache | None = None,
         health_extras: Callable[[], dict[str, Any]] | None = None,
+        read_budget: CostBudget | None = None,
     ) -> None:
         self.handler = handler
         self.ai = ai
@@ -399,6 +406,8 @@ class ApiGatewayWsgi:
         self.throttled = 0
         self.lobby_cache = lobby_cache
         self.health_extras = health_extras
+        self.read_budget = read_budget
+        """The server-wide budget the lobby pages computed draw on (None: none)."""
         self._log_lock = threading.Lock()
 
     def _log(self, line: str) -> None:
@@ -408,6 +417,28 @@ class ApiGatewayWsgi:
         with self._log_lock:
             self.log_to.write(line)
             self.log_to.flush()
+
+    def _expensive(self, event: dict[str, Any], cost: float) -> dict[str, Any]:
+        """`invoke(event)` if the server's read budget has `cost` left, else a 429 (never
+        cached: only a 200 is)."""
+        if self.read_budget is not None:
+            wait = self.read_budget.take(cost)
+            if wait > 0:
+                self.throttled += 1
+                message = (
+                    f"the server is answering as many lobby pages as it can (at most "
+                    f"{self.read_budget.per_s:g} tokens a second for all clients; this page "
+                    f"costs {cost:g}); retry after {wait:.2f} s, or ask for fewer games"
+                )
+                return {
+                    "statusCode": status_for("throttled"),
+                    "headers": {
+                        "Content-Type": "application/json",
+                        "Retry-After": str(max(1, math.ceil(wait))),
+                    },
+                    "body": error_json("throttled", message),
+                }
+        return self.invoke(event)
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         """The handler's response to `event`. Nothing here queues an AI turn: the local
@@ -485,9 +516,14 @@ class ApiGatewayWsgi:
         body = environ["wsgi.input"].read() if environ.get("wsgi.input") is not None else b""
         event = api_gateway_event(method, target, environ_headers(environ), body, source_ip=client)
         try:
-            if self.lobby_cache is not None and is_lobby(method, path):
+            if is_lobby(method, path):
                 query = urlsplit(target).query
-                response = self.lobby_cache.get(query, lambda: self.invoke(event))
+
+                def computed() -> dict[str, Any]:  # not from the cache: it draws on the budget
+                    return self._expensive(event, route_cost(method, path, query))
+
+                cache = self.lobby_cache
+                response = computed() if cache is None else cache.get(query, computed)
             else:
                 response = self.invoke(event)
                 status = int(response.get("statusCode", 500))
