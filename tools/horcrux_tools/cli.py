@@ -371,8 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--max-connections",
         type=_positive,
-        default=1000,
-        help="connections open at once in all; more wait in the listen backlog (default 1000)",
+        default=4000,
+        help="connections open at once in all (an idle one holds a socket, no thread); more "
+        "wait in the listen backlog (default 4000)",
     )
     srv.add_argument(
         "--max-client-connections",

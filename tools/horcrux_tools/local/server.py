@@ -81,6 +81,10 @@ before it is sent."""
 """Bodies over this are refused by waitress (API Gateway's own cap is 10 MB; the API
 refuses anything over 4 KB anyway)."""
 STOP_GRACE_S = 2.0
+CONNECTION_LIMIT = 4000
+"""Room for 40 addresses at the per-client cap (100) before a new client waits in the
+backlog: waitress keeps idle and slow connections in its event loop (a socket each, no
+thread); a request reaches a thread only once it has arrived whole."""
 READ_BUDGET = Rate(40.0, 80.0)
 """The lobby pages all clients together may have computed: 40 tokens a second (a page of
 N games costs 1 + N/10: about 8 pages of 40 games a second, 3.6 of 100), burst 80."""
@@ -96,7 +100,8 @@ class ServerOptions:
     backlog: int = 1024
     channel_timeout_s: int = 30
     """An idle or half-sent connection is closed after this many seconds."""
-    connection_limit: int = 1000
+    connection_limit: int = CONNECTION_LIMIT
+    """Connections open at once in all (idle ones hold a socket, never a thread)."""
     max_body_bytes: int = MAX_REQUEST_BYTES
     play_rate: Rate | None = PLAY_RATE
     """Per client, every route but POST /games (None: no limit)."""
@@ -198,6 +203,20 @@ def json_error_channel() -> type:
     return JsonErrorChannel
 
 
+def _open_file_room(wanted: int) -> None:
+    """Raise this process's soft limit of open files towards `wanted` (one per connection),
+    within its hard limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            top = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (top, hard))
+    except (ImportError, ValueError, OSError):  # not POSIX, or not allowed: keep the limit
+        return
+
+
 class LocalHttpServer:
     """A waitress server whose loop `serve_forever()` runs until `stop()` (any thread)."""
 
@@ -211,6 +230,7 @@ class LocalHttpServer:
     ) -> None:
         from waitress.server import create_server
 
+        _open_file_room(options.connection_limit + 256)
         # waitress warns "Task queue depth is N" whenever a request waits for a thread
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self._server: Any = create_server(
