@@ -27,6 +27,7 @@ budget), and exits 1 when a target is missed. `--parts 1,2,3,4` picks the parts.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import http.client
 import os
@@ -289,7 +290,8 @@ def lobby_flood_many(server: ServeProcess, game_id: str, seconds: float) -> bool
     status, health = _health(address)
     print(
         f"  {len(codes)} lobby pages asked ({sum(1 for c in codes if c == 200)} answered, "
-        f"{sum(1 for c in codes if c == 429)} throttled) in {seconds:.0f} s; another client's "
+        f"{sum(1 for c in codes if c == 429)} throttled, statuses "
+        f"{dict(sorted(collections.Counter(codes).items()))}) in {seconds:.0f} s; another client's "
         f"{len(latencies)} reads: p50 {p50 * 1000:.1f} ms (target < 100 ms), p99 "
         f"{p99 * 1000:.1f} ms (target < 1000 ms): {'met' if met else 'MISSED'}"
     )
@@ -306,9 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lobby-games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--parts", default="1,2,3,4", help="which parts to run (1-4)")
+    parser.add_argument("--read-budget", help="serve's --read-budget (default: its own)")
     args = parser.parse_args(argv)
     parts = {int(p) for p in args.parts.split(",") if p.strip()}
-    server = ServeProcess("--create-rate", "off")  # the setup's games; every other default
+    budget = ["--read-budget", args.read_budget] if args.read_budget else []
+    server = ServeProcess("--create-rate", "off", *budget)  # the setup's games; else defaults
     try:
         games = []
         for seed in range(args.lobby_games):

@@ -390,10 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument(
         "--read-budget",
-        default="40/80",
+        default="10/20",
         help="RATE/BURST tokens a second for the lobby pages ALL clients have computed (a "
         "page of N games costs 1 + N/10; a cached page nothing); over it 429 (default "
-        "40/80; off)",
+        "10/20; off)",
     )
     srv.add_argument("--no-limits", action="store_true", help="no rate limits (benchmarks)")
     srv.set_defaults(func=cmd_serve)

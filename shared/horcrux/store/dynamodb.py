@@ -168,14 +168,7 @@ class DynamoDbStore:
     @property
     def client(self) -> DynamoDBClient:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client(
-                "dynamodb",
-                region_name=self.settings.region,
-                endpoint_url=self.settings.endpoint_url,
-                config=client_config(self.settings),
-            )
+            self._client = new_client("dynamodb", self.settings)
             self._hook(self._client)
         return self._client
 
@@ -710,6 +703,19 @@ def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#pk": "pk"},
         **extra,
     }
+
+
+def new_client(service: str, settings: DynamoSettings) -> Any:
+    """A boto3 client of `service` (`dynamodb`, or `dynamodbstreams` for the stream reader,
+    `horcrux.store.stream`) on the settings' endpoint, with our timeouts."""
+    import boto3
+
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=client_config(settings),
+    )
 
 
 def client_config(settings: DynamoSettings) -> Any:

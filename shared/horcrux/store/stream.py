@@ -1,7 +1,8 @@
 """The events table's DynamoDB stream read in order from a checkpoint: what the stack's
 event source mappings do for the turn and compaction Lambdas, for a process that runs
-them itself (`horcrux serve`). boto3's `dynamodbstreams` client, like the store's own
-(`DynamoDbStore`), is created on first use with the store's timeouts.
+them itself (`horcrux serve`). Its clients (`dynamodb`, `dynamodbstreams`) come from the
+DynamoDB adapter (`dynamodb.new_client`, the only boto3 code) on first use, with the
+store's timeouts.
 
 `EventStream.read()` answers the committed changes after the checkpoint (INSERTs of event
 items: the game, the event's `seq`, its `next_ai` and `winner` marks) and moves the
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from horcrux.store.dynamodb import DynamoSettings, client_config, unavailable_error
+from horcrux.store.dynamodb import DynamoSettings, new_client, unavailable_error
 from horcrux.store.mapping import game_pk
 
 if TYPE_CHECKING:
@@ -64,27 +65,13 @@ class EventStream:
     @property
     def client(self) -> DynamoDBClient:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client(
-                "dynamodb",
-                region_name=self.settings.region,
-                endpoint_url=self.settings.endpoint_url,
-                config=client_config(self.settings),
-            )
+            self._client = new_client("dynamodb", self.settings)
         return self._client
 
     @property
     def streams(self) -> Any:
         if self._streams is None:
-            import boto3
-
-            self._streams = boto3.client(
-                "dynamodbstreams",
-                region_name=self.settings.region,
-                endpoint_url=self.settings.endpoint_url,
-                config=client_config(self.settings),
-            )
+            self._streams = new_client("dynamodbstreams", self.settings)
         return self._streams
 
     def read(self) -> list[EventChange]:

@@ -85,9 +85,11 @@ CONNECTION_LIMIT = 4000
 """Room for 40 addresses at the per-client cap (100) before a new client waits in the
 backlog: waitress keeps idle and slow connections in its event loop (a socket each, no
 thread); a request reaches a thread only once it has arrived whole."""
-READ_BUDGET = Rate(40.0, 80.0)
-"""The lobby pages all clients together may have computed: 40 tokens a second (a page of
-N games costs 1 + N/10: about 8 pages of 40 games a second, 3.6 of 100), burst 80."""
+READ_BUDGET = Rate(10.0, 20.0)
+"""The lobby pages all clients together may have computed: 10 tokens a second (a page of
+N games costs 1 + N/10: 2 pages of 40 games a second, about 1 of 100), burst 20. At 40
+the local DynamoDB process, serialised, kept another client's reads waiting (p50 670 ms
+under ten addresses' flood, bench_abuse.py); at 10, 7 ms."""
 
 
 @dataclass(frozen=True)
