@@ -185,3 +185,49 @@ def test_seat_combinations_the_document_excludes_are_refused(
     allowed = {"seats": {"harry": {"kind": "human", "name": "Ann"}, "voldemort": {"kind": "ai"}}}
     assert validator.is_valid(allowed)
     assert api.call("POST", "/games", body=allowed).status == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"type": "search", "location": "Hogwarts"}, "unknown_location"),
+        ({"type": "ally", "ally": "ron", "locations": ["hogwarts"]}, "validation_error"),
+        ({"type": "ally", "ally": "ron", "locations": ["azkaban", "azkaban"]}, None),
+        ({"type": "ally", "ally": "hermione", "locations": ["azkaban", "hogwarts"]}, None),
+    ],
+)
+def test_moves_the_document_refuses_the_server_refuses(
+    api: ApiClient, body: dict[str, Any], code: str | None
+) -> None:
+    import jsonschema
+
+    doc = _doc(api)
+    operation = doc["paths"]["/games/{game_id}/moves"]["post"]
+    schema = {
+        **operation["requestBody"]["content"]["application/json"]["schema"],
+        "components": doc["components"],
+    }
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not validator.is_valid(body)
+    assert validator.is_valid({"type": "search", "location": "hogwarts"})
+    game_id, token = _game(api)
+    reply = api.call("POST", f"/games/{game_id}/moves", body=body, token=token)
+    assert reply.status == 422, reply.body
+    if code is not None:
+        assert reply.body["error"] == code
+
+
+def test_a_name_the_document_refuses_the_server_refuses(api: ApiClient) -> None:
+    from horcrux.service.models import NAME_PATTERN
+
+    doc = _doc(api)
+    assert json.dumps(NAME_PATTERN) in json.dumps(doc)
+    for name in ("", "   ", "<b>", "a\tb", "x" * 33):
+        assert re.search(NAME_PATTERN, name) is None
+        seats = {"harry": {"kind": "human", "name": name}, "voldemort": {"kind": "ai"}}
+        reply = api.call("POST", "/games", body={"seats": seats})
+        assert reply.status == 422 and "body.seats.harry.name" in reply.body["message"]
+    for name in ("Ann", " O'Neil-2 ", "Zoë 漢"):
+        assert re.search(NAME_PATTERN, name) is not None
+        seats = {"harry": {"kind": "human", "name": name}, "voldemort": {"kind": "ai"}}
+        assert api.call("POST", "/games", body={"seats": seats}).status == 201
