@@ -11,16 +11,26 @@ a legitimate client needs.
    limit: the server answers 429 past it), while 127.0.0.1 reads a game every 100 ms.
    Targets: its p50 under 50 ms, and `/healthz` 200 throughout.
 
-Linux routes all of 127/8 to loopback, so the second address is a second client. Prints
-the figures, the server's own counts (`/healthz`: dropped connections, lobby cache), and
-exits 1 when a target is missed.
+3. Slow drip from ten addresses: 127.0.0.2 to 127.0.0.11 each hold 100 connections (the
+   per-address cap) trickling a header byte every 2 s, and reopen every one the server
+   drops, while 127.0.0.1 reads a game every 100 ms. Target: its p99 under 1 s.
+4. Lobby flood from ten addresses: each asks 4.5 lobby pages a second (within its own
+   limit) of `GET /games?status=active&limit=N`, N varied so the cache never answers,
+   while 127.0.0.1 reads a game every 100 ms. Targets: its p50 under 100 ms, p99 under 1 s.
+
+Linux routes all of 127/8 to loopback, so each address is another client. Prints the
+figures, the load average before and after each part (the machine's own load shows in
+them), the server's own counts (`/healthz`: dropped connections, lobby cache, the read
+budget), and exits 1 when a target is missed. `--parts 1,2,3,4` picks the parts.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import http.client
+import os
 import socket
 import statistics
 import threading
@@ -29,6 +39,11 @@ import time
 from horcrux_tools.local.harness import ServeProcess, request_json
 
 ATTACKER = "127.0.0.2"
+ADDRESSES = [f"127.0.0.{n}" for n in range(2, 12)]
+"""Ten attacking addresses (the legitimate client is 127.0.0.1)."""
+DRIPS_PER_ADDRESS = 100
+DRIP_EVERY_S = 2.0
+PAGES_PER_S = 4.5
 TRICKLE_EVERY_S = 10.0
 LEGIT_EVERY_S = 0.1
 
@@ -154,13 +169,150 @@ def lobby_flood(server: ServeProcess, game_id: str, seconds: float) -> bool:
     return met
 
 
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def _latency_figures(latencies: list[float]) -> tuple[float, float]:
+    if len(latencies) < 2:
+        return float("inf"), float("inf")
+    return statistics.median(latencies), statistics.quantiles(latencies, n=100)[98]
+
+
+def _drip_address(
+    address: tuple[str, int], source: str, stop: threading.Event, counts: dict[str, int]
+) -> None:
+    """One attacking address: `DRIPS_PER_ADDRESS` connections trickling a header byte each
+    `DRIP_EVERY_S`; one the server drops is opened again."""
+    socks: list[socket.socket | None] = [None] * DRIPS_PER_ADDRESS
+    while not stop.is_set():
+        for i, held in enumerate(socks):
+            if stop.is_set():
+                break
+            sock = held
+            try:
+                if sock is None:
+                    sock = socket.socket()
+                    sock.settimeout(2)
+                    sock.bind((source, 0))
+                    sock.connect(address)
+                    sock.sendall(b"GET /healthz HTTP/1.1\r\nX-Drip: ")
+                    counts["opened"] += 1
+                else:
+                    sock.send(b"a")
+                socks[i] = sock
+            except OSError:
+                counts["dropped"] += 1
+                if sock is not None:
+                    sock.close()
+                socks[i] = None
+        stop.wait(DRIP_EVERY_S)
+    for sock in socks:
+        if sock is not None:
+            sock.close()
+
+
+def slow_drip_many(server: ServeProcess, game_id: str, seconds: float) -> bool:
+    address = _address(server)
+    print(f"slow drip from {len(ADDRESSES)} addresses: before, {_load()}")
+    stop = threading.Event()
+    counts = {"opened": 0, "dropped": 0}
+    drippers = [
+        threading.Thread(target=_drip_address, args=(address, source, stop, counts))
+        for source in ADDRESSES
+    ]
+    for thread in drippers:
+        thread.start()
+    time.sleep(DRIP_EVERY_S)  # every connection open before the measure starts
+    latencies: list[float] = []
+    reader = threading.Thread(target=_reader, args=(address, game_id, stop, latencies))
+    reader.start()
+    time.sleep(seconds)
+    stop.set()
+    reader.join()
+    for thread in drippers:
+        thread.join()
+    p50, p99 = _latency_figures(latencies)
+    failed = sum(1 for x in latencies if x == float("inf"))
+    met = p99 < 1.0 and failed == 0
+    status, health = _health(address)
+    print(
+        f"  {len(ADDRESSES)} x {DRIPS_PER_ADDRESS} trickling connections "
+        f"({counts['opened']} opened, {counts['dropped']} dropped and reopened) for "
+        f"{seconds:.0f} s; another client's {len(latencies)} reads: p50 {p50 * 1000:.1f} ms, "
+        f"p99 {p99 * 1000:.1f} ms, {failed} failed (target: p99 < 1000 ms): "
+        f"{'met' if met else 'MISSED'}"
+    )
+    print(f"  /healthz {status}: dropped {health.get('dropped')}; after, {_load()}")
+    return met
+
+
+def lobby_flood_many(server: ServeProcess, game_id: str, seconds: float) -> bool:
+    address = _address(server)
+    print(f"lobby flood from {len(ADDRESSES)} addresses: before, {_load()}")
+    stop = threading.Event()
+    codes: list[int] = []
+
+    def flood(source: str, offset: int) -> None:
+        conn = http.client.HTTPConnection(*address, timeout=10, source_address=(source, 0))
+        n = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            limit = 80 + (offset * 7 + n) % 21  # 80..100: the cache never has the page
+            n += 1
+            try:
+                conn.request("GET", f"/games?status=active&limit={limit}&n={n}")
+                response = conn.getresponse()
+                response.read()
+                codes.append(response.status)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPConnection(*address, timeout=10, source_address=(source, 0))
+            stop.wait(max(0.0, 1 / PAGES_PER_S - (time.monotonic() - started)))
+        conn.close()
+
+    flooders = [
+        threading.Thread(target=flood, args=(source, i)) for i, source in enumerate(ADDRESSES)
+    ]
+    for thread in flooders:
+        thread.start()
+    latencies: list[float] = []
+    reader = threading.Thread(target=_reader, args=(address, game_id, stop, latencies))
+    reader.start()
+    time.sleep(seconds)
+    stop.set()
+    reader.join()
+    for thread in flooders:
+        thread.join()
+    p50, p99 = _latency_figures(latencies)
+    met = p50 < 0.100 and p99 < 1.0
+    status, health = _health(address)
+    print(
+        f"  {len(codes)} lobby pages asked ({sum(1 for c in codes if c == 200)} answered, "
+        f"{sum(1 for c in codes if c == 429)} throttled, statuses "
+        f"{dict(sorted(collections.Counter(codes).items()))}) in {seconds:.0f} s; another client's "
+        f"{len(latencies)} reads: p50 {p50 * 1000:.1f} ms (target < 100 ms), p99 "
+        f"{p99 * 1000:.1f} ms (target < 1000 ms): {'met' if met else 'MISSED'}"
+    )
+    print(
+        f"  /healthz {status}: read budget {health.get('read_budget')}, lobby cache "
+        f"{health.get('lobby_cache')}; after, {_load()}"
+    )
+    return met
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trickle", type=int, default=1000)
     parser.add_argument("--lobby-games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--parts", default="1,2,3,4", help="which parts to run (1-4)")
+    parser.add_argument("--read-budget", help="serve's --read-budget (default: its own)")
     args = parser.parse_args(argv)
-    server = ServeProcess("--create-rate", "off")  # the setup's games; every other default
+    parts = {int(p) for p in args.parts.split(",") if p.strip()}
+    budget = ["--read-budget", args.read_budget] if args.read_budget else []
+    server = ServeProcess("--create-rate", "off", *budget)  # the setup's games; else defaults
     try:
         games = []
         for seed in range(args.lobby_games):
@@ -171,8 +323,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             assert status == 201, body
             games.append(body["game_id"])
-        ok = slow_drip(server, games[0], args.trickle, args.seconds)
-        ok = lobby_flood(server, games[0], args.seconds) and ok
+        ok = True
+        if 1 in parts:
+            ok = slow_drip(server, games[0], args.trickle, args.seconds) and ok
+        if 2 in parts:
+            ok = lobby_flood(server, games[0], args.seconds) and ok
+        if 3 in parts:
+            ok = slow_drip_many(server, games[0], args.seconds) and ok
+        if 4 in parts:
+            ok = lobby_flood_many(server, games[0], args.seconds) and ok
     finally:
         code, _ = server.terminate()
     print(f"  SIGTERM: exit {code}")

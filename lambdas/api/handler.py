@@ -53,7 +53,10 @@ service = GameService(
     brain_settings=lambda: settings.brains.values(anthropic_key()),
 )
 app = build_app(
-    service, idempotency=IdempotentMoves(_idempotency_layer), operator=settings.operator
+    service,
+    idempotency=IdempotentMoves(_idempotency_layer),
+    operator=settings.operator,
+    database_budget_s=settings.store.request_budget_s,
 )
 
 

@@ -106,9 +106,10 @@ class StoreSettings(_Settings):
     region: str | None = None
     endpoint_url: str | None = None
     ttl_days: float = Field(default=DEFAULT_TTL_DAYS, gt=0)
-    connect_timeout_s: float = Field(default=1.0, gt=0)
-    read_timeout_s: float = Field(default=2.0, gt=0)
+    connect_timeout_s: float = Field(default=0.5, gt=0)
+    read_timeout_s: float = Field(default=0.8, gt=0)
     max_attempts: int = Field(default=3, ge=1)
+    request_budget_s: float = Field(default=1.6, gt=0)
 
     @classmethod
     def from_env(cls, env: Env) -> StoreSettings:
@@ -119,12 +120,15 @@ class StoreSettings(_Settings):
             endpoint_url=_text(env, "HORCRUX_DYNAMODB_ENDPOINT"),
             ttl_days=_number(env, "HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS, minimum=0, strict=True),
             connect_timeout_s=_number(
-                env, "HORCRUX_DYNAMODB_CONNECT_TIMEOUT_S", 1.0, minimum=0, strict=True
+                env, "HORCRUX_DYNAMODB_CONNECT_TIMEOUT_S", 0.5, minimum=0, strict=True
             ),
             read_timeout_s=_number(
-                env, "HORCRUX_DYNAMODB_READ_TIMEOUT_S", 2.0, minimum=0, strict=True
+                env, "HORCRUX_DYNAMODB_READ_TIMEOUT_S", 0.8, minimum=0, strict=True
             ),
             max_attempts=_integer(env, "HORCRUX_DYNAMODB_MAX_ATTEMPTS", 3, minimum=1),
+            request_budget_s=_number(
+                env, "HORCRUX_DYNAMODB_REQUEST_BUDGET_S", 1.6, minimum=0, strict=True
+            ),
         )
 
     @property

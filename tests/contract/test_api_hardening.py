@@ -206,7 +206,7 @@ def test_a_path_no_route_has_is_a_json_404(api: ApiClient, method: str) -> None:
 
 
 # ---------------------------------------------------------------- strict types and bounds
-@pytest.mark.parametrize("seed", [True, "5", 1.0, -1, 2**53, 2**63 - 1])
+@pytest.mark.parametrize("seed", [True, "5", 1.5, -1.0, -1, 2**53, 2**63 - 1, 1e300])
 def test_a_seed_that_is_not_a_small_enough_integer_is_refused(
     api: ApiClient, dynamo: DynamoDbStore, seed: Any
 ) -> None:
@@ -215,6 +215,17 @@ def test_a_seed_that_is_not_a_small_enough_integer_is_refused(
     assert reply.body["error"] == "validation_error"
     assert "body.seed" in reply.body["message"]
     assert stored_items(dynamo) == 0
+
+
+def test_a_seed_with_no_fraction_is_the_integer_it_is(
+    api: ApiClient, dynamo: DynamoDbStore
+) -> None:
+    """JSON Schema's `integer` is a number with no fraction: 7.0 is the seed 7."""
+    whole = api.call("POST", "/games", body=dict(CREATE, seed=7.0))
+    plain = api.call("POST", "/games", body=dict(CREATE, seed=7))
+    assert whole.status == plain.status == 201, whole.body
+    seeds = {dynamo.load(r.body["game_id"]).state.seed for r in (whole, plain)}
+    assert seeds == {7}
 
 
 def test_the_largest_seed_plays_and_the_schema_shows_it_exactly(api: ApiClient) -> None:
@@ -239,7 +250,9 @@ def test_events_after_and_expected_version_are_bounded(api: ApiClient) -> None:
     assert after_schema["maximum"] == 10**6
     moves = doc["paths"]["/games/{game_id}/moves"]["post"]["parameters"]
     expected = next(p for p in moves if p["name"] == "expected_version")["schema"]
-    assert expected["anyOf"][0]["maximum"] == 10**6
+    # an optional parameter is documented as its type (left out, never sent as `null`)
+    assert expected["type"] == "integer" and "anyOf" not in expected
+    assert (expected["minimum"], expected["maximum"]) == (0, 10**6)
 
 
 def test_the_move_schemas_require_their_type(api: ApiClient) -> None:

@@ -267,7 +267,7 @@ def test_belief_is_the_default_planners_map_on_harrys_evidence_for_every_caller(
     assert call(resolver, "GET", "/games/nope/belief")[0] == 404
     assert call(resolver, "GET", f"/games/{gid}/belief", token="wrong")[0] == 401
     # ?turn=N: the map before Harry's move at turn N (a replay's step): turn 1 is the prior,
-    # turn 2 the map now; a turn the game has not reached is a 422 naming the range
+    # turn 2 the map now; a turn the game has not reached is a 404 naming the range
     at = {
         n: call(resolver, "GET", f"/games/{gid}/belief", query={"turn": str(n)})
         for n in (1, 2, 3, 0, 10001)
@@ -275,6 +275,6 @@ def test_belief_is_the_default_planners_map_on_harrys_evidence_for_every_caller(
     assert at[1][0] == 200 and at[1][1]["turn"] == 1
     assert at[1][1]["occupancy"] == before["occupancy"]
     assert at[2][0] == 200 and at[2][1]["occupancy"] == after
-    assert at[3][0] == 422 and at[3][1]["error"] == "invalid_request"
+    assert at[3][0] == 404 and at[3][1]["error"] == "not_found"
     assert "turns 1 to 2" in at[3][1]["message"]
     assert at[0][0] == 422 and at[10001][0] == 422

@@ -28,12 +28,14 @@ from horcrux_tools.local.dynamo_process import (
 pytestmark = pytest.mark.moto
 
 TABLE = "undo-test"
+KEPT = 100
+"""The stream records kept here (the server keeps `STREAM_RECORDS_KEPT`)."""
 
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     set_aws_env(monkeypatch)
-    with mock_aws(), patched_moto():
+    with mock_aws(), patched_moto(stream_records_kept=KEPT):
         dynamodb = boto3.client("dynamodb", region_name="eu-west-1")
         dynamodb.create_table(
             TableName=TABLE,
@@ -191,12 +193,28 @@ def test_the_patch_is_for_the_installed_moto() -> None:
 def test_streams_keep_only_the_last_records(client: Any) -> None:
     from moto.dynamodb.models import dynamodb_backends
 
-    for i in range(STREAM_RECORDS_KEPT + 50):
+    for i in range(KEPT + 50):
         _put(client, f"s{i}", i)
     backend = dynamodb_backends["123456789012"]["eu-west-1"]
     shard = backend.tables[TABLE].stream_shard
-    assert len(shard.items) == STREAM_RECORDS_KEPT
-    assert shard.starting_sequence_number + len(shard.items) > STREAM_RECORDS_KEPT + 50
+    assert len(shard.items) == KEPT
+    assert shard.starting_sequence_number + len(shard.items) > KEPT + 50
+    assert STREAM_RECORDS_KEPT >= 1000  # the server's tail is never that far behind
+
+
+def test_a_cancelled_transaction_takes_back_its_stream_records(client: Any) -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    _put(client, "a", 1)
+    shard = dynamodb_backends["123456789012"]["eu-west-1"].tables[TABLE].stream_shard
+    before = [r.to_json()["dynamodb"]["SequenceNumber"] for r in shard.items]
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        client.transact_write_items(
+            TransactItems=[_new("b", 1), _update("a", 2, "v = :v")]  # the update's condition fails
+        )
+    assert [r.to_json()["dynamodb"]["SequenceNumber"] for r in shard.items] == before
+    _put(client, "c", 1)  # the next write's record follows on
+    assert len(shard.items) == len(before) + 1
 
 
 def test_the_app_is_called_by_one_request_at_a_time() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterable, Iterator
@@ -194,34 +195,57 @@ def test_head_through_the_bridge_keeps_the_apis_content_length_and_sends_no_body
     assert lengths == ["17"]
 
 
-# ---------------------------------------------------------------- a move answered 5xx
+# ---------------------------------------------------------------- never from the request path
 class RecordingAi:
-    """The AI workers' two entry points, recorded."""
+    """The AI workers' entry points, recorded (the app may only ask for their counts)."""
+
+    failures = 0
 
     def __init__(self) -> None:
-        self.noticed: list[int] = []
-        self.enqueued: list[str] = []
+        self.calls: list[str] = []
 
     def notice(self, status: int, body: bytes) -> None:
-        self.noticed.append(status)
+        self.calls.append(f"notice {status}")
 
     def enqueue(self, game_id: str) -> None:
-        self.enqueued.append(game_id)
+        self.calls.append(f"enqueue {game_id}")
+
+    def pending(self) -> int:
+        return 0
+
+    def retrying(self) -> int:
+        return 0
 
 
-def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read() -> None:
-    statuses = iter([503, 200, 503, 409])
+def test_the_request_path_never_queues_an_ai_turn() -> None:
+    """AI turns come from the committed events (the local stream), never from an answer:
+    a move answered 503, a game that shows an AI seat to move, a read, a refusal."""
+    replies = iter(
+        [
+            (503, "{}"),
+            (
+                200,
+                '{"game_id": "g2", "status": "active", "to_move": "voldemort", '
+                '"seats": {"voldemort": {"kind": "ai"}}}',
+            ),
+            (200, '{"game_id": "g3", "status": "over"}'),
+            (409, "{}"),
+        ]
+    )
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"statusCode": next(statuses), "headers": {}, "body": "{}"}
+        status, body = next(replies)
+        return {"statusCode": status, "headers": {}, "body": body}
 
     ai = RecordingAi()
     app = ApiGatewayWsgi(handler, ai=ai)  # type: ignore[arg-type]
+    answered = []
     for method, target in (
-        ("POST", "/games/g%201/moves"),  # 503: may have been written
-        ("POST", "/games/g2/moves"),  # 200: the answer shows the game (notice)
-        ("GET", "/games/g3"),  # 503 on a read: nothing was written
-        ("POST", "/games/g4/moves"),  # 409: refused, nothing written
+        ("POST", "/games/g%201/moves"),
+        ("POST", "/games/g2/moves"),
+        ("GET", "/games/g3"),
+        ("POST", "/games/g4/moves"),
+        ("GET", "/healthz"),
     ):
         environ = {
             "REQUEST_METHOD": method,
@@ -230,6 +254,121 @@ def test_a_move_answered_5xx_has_the_workers_look_for_its_ai_turn_without_a_read
             "REMOTE_ADDR": "127.0.0.1",
             "wsgi.input": io.BytesIO(b""),
         }
-        b"".join(app(environ, lambda status, headers: None))
-    assert ai.noticed == [503, 200, 503, 409]
-    assert ai.enqueued == ["g 1"]
+        b"".join(app(environ, lambda status, headers: answered.append(status)))
+    assert [s.split()[0] for s in answered] == ["503", "200", "200", "409", "200"]
+    assert ai.calls == []
+
+
+# ---------------------------------------------------------------- log lines, the create limit
+def _environ(method: str, target: str, body: bytes = b"", client: str = "127.0.0.1") -> Any:
+    path, _, query = target.partition("?")
+    return {
+        "REQUEST_METHOD": method,
+        "REQUEST_URI": target,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "REMOTE_ADDR": client,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+
+
+class SplitWrites(io.StringIO):
+    """A stream whose every write lets another thread in before it lands (as a terminal's
+    pipe does): two writes per line interleave unless a line is one write."""
+
+    def write(self, text: str) -> int:
+        threading.Event().wait(0.001)
+        return super().write(text)
+
+
+def test_every_request_is_one_whole_log_line_under_concurrency() -> None:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": 200, "headers": {}, "body": "{}"}
+
+    log = SplitWrites()
+    app = ApiGatewayWsgi(handler, log_to=log)
+    requests = 16 * 25
+
+    def client(number: int) -> None:
+        for i in range(25):
+            b"".join(app(_environ("GET", f"/games/g{number}-{i}"), lambda *a: None))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(SOCKET_TIMEOUT_S)
+    lines = log.getvalue().split("\n")
+    assert lines[-1] == ""  # the text ends with a line's end
+    lines = lines[:-1]
+    assert len(lines) == requests
+    shape = re.compile(r"GET /games/g\d+-\d+ -> 200 \(\d+ ms\)")
+    assert all(shape.fullmatch(line) for line in lines), [
+        line for line in lines if not shape.fullmatch(line)
+    ][:3]
+
+
+def test_the_create_limit_counts_valid_requests_only() -> None:
+    """After more malformed creates than the burst, a client still gets the 4xx naming its
+    mistake, and then its valid creates, up to the burst, before a 429."""
+    from horcrux_tools.local.wsgi import Rate, RateLimiter
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            json.loads(event.get("body") or "")
+        except ValueError:
+            return {"statusCode": 400, "headers": {}, "body": '{"error": "invalid_json"}'}
+        return {"statusCode": 201, "headers": {}, "body": "{}"}
+
+    frozen = 100.0
+    limiter = RateLimiter(Rate(50, 100), Rate(1, 3), clock=lambda: frozen)
+    app = ApiGatewayWsgi(handler, limiter=limiter)
+    statuses: list[str] = []
+
+    def create(body: bytes) -> str:
+        sent: list[str] = []
+        b"".join(app(_environ("POST", "/games", body), lambda s, h: sent.append(s)))
+        return sent[0].split()[0]
+
+    statuses = [create(b"{not json") for _ in range(10)]
+    assert statuses == ["400"] * 10  # never a 429: they took nothing
+    valid = [create(b"{}") for _ in range(4)]
+    assert valid == ["201", "201", "201", "429"]  # the burst (3), then the limit
+
+
+def test_lobby_pages_computed_draw_on_a_server_wide_budget() -> None:
+    """Clients on other addresses, each within its own limit, share one budget for the
+    lobby pages the database must compute; a page from the cache costs it nothing."""
+    from horcrux_tools.local.guard import CostBudget, LobbyCache
+
+    computed: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        computed.append(event["rawQueryString"])
+        return {"statusCode": 200, "headers": {}, "body": '{"games": []}'}
+
+    frozen = 100.0
+    budget = CostBudget(1.0, 12.0, clock=lambda: frozen)
+    cache = LobbyCache(60.0, clock=lambda: frozen)
+    app = ApiGatewayWsgi(handler, read_budget=budget, lobby_cache=cache)
+
+    def page(query: str, client: str) -> tuple[str, dict[str, str], bytes]:
+        sent: list[tuple[str, list[tuple[str, str]]]] = []
+        body = b"".join(
+            app(_environ("GET", f"/games?{query}", client=client), lambda *a: sent.append(a))
+        )
+        return sent[0][0].split()[0], dict(sent[0][1]), body
+
+    first = page("status=active&limit=100", "127.0.0.2")  # costs 11 of 12
+    assert first[0] == "200"
+    second = page("status=active&limit=99", "127.0.0.3")  # another address: 10.9 > 1 left
+    assert second[0] == "429"
+    assert second[1]["Retry-After"] == "10"
+    assert "for all clients" in json.loads(second[2])["message"]
+    cached = page("status=active&limit=100", "127.0.0.4")  # the cached page: free
+    assert cached[0] == "200"
+    small = page("status=open&limit=0", "127.0.0.5")  # cost 1.1: still over what is left
+    assert small[0] == "429"
+    assert computed == ["status=active&limit=100"]
+    assert budget.stats() == {"spent": 11.0, "refused": 2}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from conftest import set_aws_env
 from horcrux.api.idempotency import _unavailable_cause
 from horcrux.settings import StoreSettings
 from horcrux.store import DynamoDbStore, DynamoSettings, StoreUnavailable
+from horcrux.store.budget import request_budget
 from horcrux.store.dynamodb import client_config, unavailable_error
 
 pytestmark = pytest.mark.moto
@@ -76,6 +78,33 @@ def test_a_frozen_database_times_out_after_bounded_attempts(
     assert len(attempts) == 2
 
 
+def test_a_request_budget_bounds_every_call_to_a_frozen_database(
+    monkeypatch: pytest.MonkeyPatch, silent_port: int
+) -> None:
+    """Three attempts a call, 0.2 s each, but a request budget of 0.5 s: the first call
+    makes two attempts (a third would not fit), the next is refused unsent, and the
+    whole request is over within its budget."""
+    set_aws_env(monkeypatch)
+    store, attempts = _store(silent_port, read_timeout_s=0.2, connect_timeout_s=0.2, max_attempts=3)
+    started = time.monotonic()
+    with request_budget(0.5):
+        with pytest.raises(StoreUnavailable) as first:
+            store.load("g1")
+        assert first.value.reason == "timeout"
+        assert len(attempts) == 2
+        with pytest.raises(StoreUnavailable) as second:
+            store.events("g1")
+    elapsed = time.monotonic() - started
+    assert second.value.reason == "timeout" and "not sent" in second.value.message
+    assert len(attempts) == 2
+    assert 0.4 <= elapsed < 0.6
+    # outside the request the budget is gone: a call makes its own attempts again
+    attempts.clear()
+    with pytest.raises(StoreUnavailable):
+        store.load("g1")
+    assert len(attempts) == 3
+
+
 def test_missing_tables_are_unavailable_not_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
     gen = moto_tables(monkeypatch)
     store = next(gen)
@@ -119,7 +148,8 @@ def test_the_client_config_has_short_timeouts_and_bounded_retries() -> None:
     )
     assert config.connect_timeout == 0.5
     assert config.read_timeout == 1.5
-    assert config.retries == {"total_max_attempts": 4, "mode": "standard"}
+    # one attempt per botocore call: the store retries itself, within the request's budget
+    assert config.retries == {"total_max_attempts": 1, "mode": "standard"}
     # the settings read the environment once, naming a bad value
     env = {
         "HORCRUX_DYNAMODB_CONNECT_TIMEOUT_S": "0.25",

@@ -153,6 +153,9 @@ def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess])
         assert status == 201, body
         ai_game = body["game_id"]
         frozen = dynamo[-1]
+        direct = _direct(frozen.endpoint)
+        # the stream has handed the game to the workers: its turns are being played
+        _until("the AI game under way", lambda: direct.load(ai_game).state.turn >= 2)
         frozen.signal(signal.SIGSTOP)  # an AI turn of `ai_game` is due (or being played)
         try:
             started = time.monotonic()
@@ -203,3 +206,138 @@ def test_killed_restarted_empty_and_frozen_database(dynamo: list[DynamoProcess])
 def _unhealthy(server: ServeProcess) -> tuple[int, dict[str, str], Any] | None:
     status, headers, body = get_json(f"{server.url}/healthz", ANSWER_S)
     return (status, headers, body) if status == 503 else None
+
+
+# ---------------------------------------------------------------- the stalled commit
+STALL_S = 1.2
+"""Longer than the store's read timeout (0.8 s): the client gives up on an applied move."""
+REPLY_S = 2.0
+TRIALS = 20
+
+
+def _direct(endpoint: str) -> Any:
+    """A store on the database itself (never through the server: no read of the game
+    reaches `horcrux serve`)."""
+    import boto3
+
+    from horcrux.store import DynamoDbStore, DynamoSettings
+
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    return DynamoDbStore(DynamoSettings(endpoint_url=endpoint, region="eu-west-1"), client=client)
+
+
+def test_a_stalled_commit_gets_its_ai_reply_without_a_read() -> None:
+    """The database applies the move and answers too late (the client's timeout): the
+    API answers 503 `outcome_unknown` (or 200 if its second try learns the outcome), and
+    the AI's reply is played from the committed event within 2 s, no one reading the game."""
+    db = DynamoProcess(faults=True)
+    server = _serve(db.endpoint)
+    direct = _direct(db.endpoint)
+    outcomes: list[int] = []
+    replies_s: list[float] = []
+    try:
+        url = server.url
+        for trial in range(TRIALS):
+            game_id, token = _harry_vs_ai(url, seed=100 + trial)
+            assert db.stall_commits(STALL_S)["stall_commits_s"] == STALL_S
+            try:
+                status, got, reply = _move(url, game_id, token, "hogwarts")
+            finally:
+                db.stall_commits(0)
+            answered = time.monotonic()
+            outcomes.append(status)
+            if status == 503:
+                assert reply["reason"] == "outcome_unknown", reply
+                assert int(got["retry-after"]) >= 1
+            else:
+                assert status == 200, reply
+            assert [e.seq for e in direct.events(game_id).events][:2] == [0, 1]  # committed
+
+            def replied(game: str = game_id) -> bool:
+                state = direct.load(game).state
+                return state.turn == 2 and state.phase == "harry"
+
+            _until("the AI's reply", replied, timeout_s=REPLY_S)
+            replies_s.append(time.monotonic() - answered)
+        assert max(replies_s) < REPLY_S
+        assert 503 in outcomes  # the fault did what it is for
+    finally:
+        server.terminate()
+        db.stop()
+    print(
+        f"stalled commits: {outcomes.count(503)} x 503, {outcomes.count(200)} x 200; "
+        f"AI reply after the answer: max {max(replies_s):.2f} s"
+    )
+
+
+# ---------------------------------------------------------------- the freeze
+FROZEN_ANSWER_S = 3.0
+RECOVERY_S = 1.0
+
+
+def test_a_frozen_database_is_a_503_within_3_s_and_recovery_within_1_s_of_the_thaw() -> None:
+    import concurrent.futures
+
+    db = DynamoProcess()
+    server = _serve(db.endpoint)
+    try:
+        url = server.url
+        game_id, token = _harry_vs_ai(url, seed=7)
+        db.signal(signal.SIGSTOP)
+        try:
+            auth = {"authorization": f"Bearer {token}"}
+            requests: list[tuple[str, str, Any, dict[str, str]]] = [
+                ("GET", f"/games/{game_id}", None, auth) for _ in range(12)
+            ]
+            requests += [
+                ("GET", f"/games/{game_id}/events?after=0", None, {}),
+                ("GET", "/games?status=active&limit=7", None, {}),
+                ("POST", "/games", HUMANS, {}),
+                (
+                    "POST",
+                    f"/games/{game_id}/moves",
+                    {"type": "search", "location": "azkaban"},
+                    {**auth, "idempotency-key": "frozen-k"},
+                ),
+            ]
+
+            def timed(item: tuple[str, str, Any, dict[str, str]]) -> tuple[float, Any]:
+                method, path, body, headers = item
+                started = time.monotonic()
+                answer = request_json(method, url + path, body, headers=headers, timeout_s=10)
+                return time.monotonic() - started, answer
+
+            with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+                answers = list(pool.map(timed, requests))
+        finally:
+            db.signal(signal.SIGCONT)
+        thawed = time.monotonic()
+        for seconds, (status, got, reply) in answers:
+            assert status == 503 and reply["error"] == "store_unavailable", reply
+            assert int(got["retry-after"]) >= 1
+            assert seconds < FROZEN_ANSWER_S, (seconds, reply)
+
+        def served() -> bool:
+            return _game(url, game_id, token)[0] == 200
+
+        _until("a read after the thaw", served, timeout_s=RECOVERY_S)
+        recovered = time.monotonic() - thawed
+        # the keyed move that failed did not strand its key: it plays now, once
+        status, _, moved = _move(url, game_id, token, "azkaban", key="frozen-k")
+        assert status in (200, 409), moved
+        if status == 409:  # its release could not be written: the lock says when
+            assert moved["error"] == "idempotency_in_progress"
+    finally:
+        server.terminate()
+        db.stop()
+    slowest = max(seconds for seconds, _ in answers)
+    print(
+        f"frozen: {len(answers)} requests, slowest 503 {slowest:.2f} s; "
+        f"served {recovered:.2f} s after the thaw"
+    )

@@ -193,6 +193,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         per_client_connections=args.max_client_connections,
         connection_limit=args.max_connections,
         lobby_cache_s=args.lobby_cache,
+        read_budget=rate(args.read_budget),
     )
     return serve(args.host, args.port, quiet=args.quiet, options=options)
 
@@ -377,8 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--max-connections",
         type=_positive,
-        default=1000,
-        help="connections open at once in all; more wait in the listen backlog (default 1000)",
+        default=4000,
+        help="connections open at once in all (an idle one holds a socket, no thread); more "
+        "wait in the listen backlog (default 4000)",
     )
     srv.add_argument(
         "--max-client-connections",
@@ -392,6 +394,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_float,
         default=1.0,
         help="seconds a GET /games page is answered from a copy (default 1; 0: never)",
+    )
+    srv.add_argument(
+        "--read-budget",
+        default="10/20",
+        help="RATE/BURST tokens a second for the lobby pages ALL clients have computed (a "
+        "page of N games costs 1 + N/10; a cached page nothing); over it 429 (default "
+        "10/20; off)",
     )
     srv.add_argument("--no-limits", action="store_true", help="no rate limits (benchmarks)")
     srv.set_defaults(func=cmd_serve)

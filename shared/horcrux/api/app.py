@@ -51,6 +51,7 @@ from horcrux.errors import HorcruxError, NotYourTurn
 from horcrux.lazy import lazy_import
 from horcrux.service import GameService, ServiceError
 from horcrux.settings import OperatorSettings
+from horcrux.store.budget import DEFAULT_REQUEST_BUDGET_S, request_budget
 from horcrux.store.port import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class HorcruxResolver(APIGatewayHttpResolver):
     handler counts statuses with it)."""
 
     max_body_bytes = MAX_BODY_BYTES
+    database_budget_s: float | None = DEFAULT_REQUEST_BUDGET_S
+    """The database's time budget per request (`horcrux.store.budget`; None: none)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -107,6 +110,10 @@ class HorcruxResolver(APIGatewayHttpResolver):
         memory routes' operator token): a HorcruxError is the answer."""
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        with request_budget(self.database_budget_s):
+            return self._resolve_request(event, context)
+
+    def _resolve_request(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         method = _method(event)
         if method == "HEAD" and "GET" in self.allowed_methods(_path(event)):
             response = self._guarded(_as_method(event, "GET"), context)
@@ -129,11 +136,16 @@ class HorcruxResolver(APIGatewayHttpResolver):
         return response
 
     def allowed_methods(self, path: str) -> list[str]:
-        """The methods some route serves `path` with (empty: no route has the path); HEAD
-        wherever GET is."""
+        """The methods the routes of `path` serve it with (empty: no route has the path);
+        HEAD wherever GET is. Where routes of several shapes match, the path is the most
+        specific shape's (the most literal segments): `/memory/corrections` is that route's
+        (POST), never `/memory/{agent}`'s; `/memory/a/items/b/history` is the history's
+        (GET), never `/memory/{agent}/items/{item_id}/{verdict}`'s."""
         path = self._remove_prefix(path)
         routes = self._static_routes + self._dynamic_routes
-        methods = {r.method for r in routes if r.rule.match(path)}
+        matching = [r for r in routes if r.rule.match(path)]
+        best = max((_literal_segments(r.path) for r in matching), default=0)
+        methods = {r.method for r in matching if _literal_segments(r.path) == best}
         if "GET" in methods:
             methods.add("HEAD")
         return sorted(methods)
@@ -187,9 +199,61 @@ class HorcruxResolver(APIGatewayHttpResolver):
         return super().resolve(request, context)
 
 
+def _no_body_on_304(doc: dict[str, Any]) -> None:
+    """A 304 has no body (Powertools documents the route's return type for every status)."""
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            not_modified = operation.get("responses", {}).get("304")
+            if isinstance(not_modified, dict):
+                not_modified.pop("content", None)
+
+
+def _no_null_parameters(doc: dict[str, Any]) -> None:
+    """A parameter the route takes as `X | None` is documented as X: an optional header or
+    query parameter is left out, never sent as the text `null` (which the route refuses)."""
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                branches = schema.get("anyOf")
+                if not isinstance(branches, list):
+                    continue
+                kept = [b for b in branches if b != {"type": "null"}]
+                if len(kept) == 1 and len(kept) < len(branches):
+                    del schema["anyOf"]
+                    schema.update(kept[0])
+
+
+def _literal_segments(route_path: str) -> int:
+    """How many segments of a route's path are literal (`/memory/corrections`: 2,
+    `/memory/<agent>`: 1)."""
+    return sum(1 for part in route_path.split("/") if part and not part.startswith("<"))
+
+
+_BOUND_KEYWORDS = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusiveMinimum",
+    "lt": "exclusiveMaximum",
+}
+
+
 def _integral_bounds(node: Any) -> None:
-    """Integer bounds as JSON integers (Powertools writes `maximum: 9007199254740991.0`)."""
+    """Integer bounds as JSON integers (Powertools writes `maximum: 9007199254740991.0`),
+    under JSON Schema's names: a parameter with a validator of its own (`http.DIGITS`)
+    comes out with pydantic's `ge`/`le`, which are moved onto its number's schema."""
     if isinstance(node, dict):
+        schema = isinstance(node.get("type"), str) or isinstance(node.get("anyOf"), list)
+        found = {k: node.pop(k) for k in list(node) if schema and k in _BOUND_KEYWORDS}
+        if found:
+            numbers = [
+                branch
+                for branch in node.get("anyOf", [])
+                if isinstance(branch, dict) and branch.get("type") in ("integer", "number")
+            ]
+            target = numbers[0] if numbers else node
+            for key, value in found.items():
+                target[_BOUND_KEYWORDS[key]] = value
         for key, value in node.items():
             if key in ("maximum", "minimum") and isinstance(value, float) and value.is_integer():
                 node[key] = int(value)
@@ -269,6 +333,9 @@ def exception_handlers(app: APIGatewayHttpResolver) -> dict[type[Exception], Cal
             )
         if errors.status_for(exc.code) >= 500:
             log.error("domain error %s: %s", exc.code, exc.message)
+        retry_after = getattr(exc, "retry_after_s", None)
+        if isinstance(retry_after, int):  # a lock held by an earlier request
+            return error_response(exc.code, exc.message, retry_after_s=retry_after, **extra)
         return error_response(exc.code, exc.message, **extra)
 
     def no_route(exc: NotFoundError) -> Response[Any]:
@@ -298,11 +365,14 @@ def build_app(
     idempotency: IdempotentMoves | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     operator: OperatorSettings | None = None,
+    database_budget_s: float | None = DEFAULT_REQUEST_BUDGET_S,
 ) -> HorcruxResolver:
     """The API over `service`. Without `idempotency`, an `Idempotency-Key` is refused
-    (422); without `operator` (no operator token configured) every memory call is 403."""
+    (422); without `operator` (no operator token configured) every memory call is 403.
+    Each request's database calls share `database_budget_s` (`horcrux.store.budget`)."""
     app = HorcruxResolver(enable_validation=True)
     app.max_body_bytes = max_body_bytes
+    app.database_budget_s = database_budget_s
     # registered through the manager (the decorators are untyped for mypy)
     app.exception_handler_manager.update_exception_handlers(exception_handlers(app))
     app.include_router(games_router(service, idempotency))
@@ -327,6 +397,8 @@ def build_app(
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             schemas["ErrorResponse"] = ErrorResponse.model_json_schema()
             _integral_bounds(doc)
+            _no_body_on_304(doc)
+            _no_null_parameters(doc)
             openapi_cache["doc"] = json.dumps(doc, separators=(",", ":"))
         return Response(
             status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_cache["doc"]

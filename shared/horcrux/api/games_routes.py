@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from horcrux.api.http import (
+    DIGITS,
     ERRORS,
     Authorization,
     IfMatch,
@@ -74,7 +75,7 @@ PRECONDITION_ERRORS: dict[int, Any] = {
 
 def _preconditions(if_match: str | None, expected_version: int | None) -> list[Precondition]:
     out: list[Precondition] = []
-    if if_match is not None:
+    if if_match is not None and if_match.strip():  # an empty list: no precondition
         out.append(Precondition("if_match", etag_versions(if_match)))
     if expected_version is not None:
         out.append(Precondition("expected_version", frozenset({expected_version})))
@@ -124,7 +125,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         status: Annotated[
             LobbyStatus, Query(description="open (default), active or over")
         ] = "open",
-        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        limit: Annotated[int, DIGITS, Query(ge=1, le=100)] = 20,
         cursor: Annotated[
             str | None, Query(min_length=1, max_length=200, description="from the last page")
         ] = None,
@@ -175,7 +176,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     ) -> Response[str]:
         game = service.game(game_id, bearer(authorization))
         headers = {"ETag": etag(game.version)}
-        if if_none_match is not None:
+        if if_none_match is not None and if_none_match.strip():  # empty: no condition
             held = etag_versions(if_none_match, "If-None-Match")
             if held is None or game.version in held:
                 return Response(status_code=304, body="", headers=headers)
@@ -208,6 +209,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         if_match: IfMatch = None,
         expected_version: Annotated[
             int | None,
+            DIGITS,
             Query(
                 ge=0,
                 le=VERSION_MAX,
@@ -271,9 +273,9 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
     def events(
         game_id: GameId,
         after: Annotated[
-            int, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
+            int, DIGITS, Query(ge=-1, le=EVENTS_AFTER_MAX, description="events with seq > after")
         ] = -1,
-        limit: Annotated[int, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
+        limit: Annotated[int, DIGITS, Query(ge=1, le=EVENTS_PAGE_MAX)] = 50,
         authorization: Authorization = None,
     ) -> EventsResponse:
         return service.events(game_id, bearer(authorization), after=after, limit=limit)
@@ -289,6 +291,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
         game_id: GameId,
         turn: Annotated[
             int | None,
+            DIGITS,
             Query(
                 ge=1,
                 le=MAX_TURN_QUERY,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
+from pydantic import BeforeValidator
 
 from horcrux.api import errors
 from horcrux.service.errors import BadRequest, Unauthorized
@@ -61,17 +62,39 @@ def bearer(authorization: str | None) -> str | None:
     return token.strip()
 
 
+def _decimal_digits(value: Any) -> Any:
+    """A query integer as decimal digits only (`3`, `-1`): never `3.0`, `3e0` or ` 3`."""
+    if isinstance(value, str) and not _DECIMAL.fullmatch(value):
+        raise ValueError(f"expected an integer in decimal digits, such as 3; got {value[:40]!r}")
+    return value
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")
+DIGITS = BeforeValidator(_decimal_digits)
+"""On an integer query parameter (`Annotated[int, DIGITS, Query(...)]`): decimal digits
+only, as the OpenAPI document's `integer` says."""
+
+ETAGS_PATTERN = r'^\s*(\*\s*|(W/)?"[^",]*"\s*(,\s*(W/)?"[^",]*"\s*)*)?$'
+"""`*` or a comma-separated list of quoted entity tags: what `etag_versions` accepts (the
+document's pattern; the server's own check answers 400 naming the problem), or nothing:
+an empty value is an empty list, no condition (RFC 9110's lists), as if the header were
+absent. The length limit (`HEADER_MAX_CHARS`) is in the description only: schemathesis's
+coverage phase takes a value over a `maxLength` beside a `pattern` for a valid one (its
+issue 2978)."""
 IfMatch = Annotated[
     str | None,
     Header(
         description='the version you last saw, as its ETag (`"7"`), or `*`: a move at any '
-        "other version is refused (412, nothing written)",
+        "other version is refused (412, nothing written); at most 512 characters",
+        json_schema_extra={"pattern": ETAGS_PATTERN},
     ),
 ]
 IfNoneMatch = Annotated[
     str | None,
     Header(
-        description='the ETag you hold (`"7"`): 304 with no body while the game is at it',
+        description='the ETag you hold (`"7"`): 304 with no body while the game is at it; '
+        "at most 512 characters",
+        json_schema_extra={"pattern": ETAGS_PATTERN},
     ),
 ]
 
@@ -293,11 +316,14 @@ RETRY_AFTER_S = 1
 
 
 def error_headers(status: int, retry_after_s: int | None = None) -> dict[str, str] | None:
-    """`WWW-Authenticate` on a 401; `Retry-After` (seconds) on a 429 or 503."""
+    """`WWW-Authenticate` on a 401; `Retry-After` (seconds) on a 429 or 503, and on any
+    other error given one (a 409 `idempotency_in_progress`: the lock's remaining time)."""
     if status == 401:
         return {"WWW-Authenticate": "Bearer"}
     if status in (429, 503):
         return {"Retry-After": str(retry_after_s or RETRY_AFTER_S)}
+    if retry_after_s is not None:
+        return {"Retry-After": str(retry_after_s)}
     return None
 
 
@@ -328,6 +354,7 @@ def proxy_error(
 
 __all__ = [
     "ACCEPTED_TYPES",
+    "DIGITS",
     "ERRORS",
     "HEADER_MAX_CHARS",
     "MAX_JSON_DEPTH",

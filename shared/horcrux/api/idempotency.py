@@ -13,6 +13,13 @@ but for a 503 `outcome_unknown` (the database lost the answer to a sent move): t
 retry runs again and the move finds its own earlier write by its id (`moves.play_move`'s
 `write_id`, a digest of the game, seat, key and move) and answers it.
 
+A request holds its key's in-progress record (the lock) for at most `LOCK_S` seconds (the
+layer is told the Lambda has no more time left than that): a request that fails releases
+the record (Powertools deletes it), and when the release itself cannot be written (the
+database down) the lock expires in seconds, not at the function's timeout. Meanwhile a
+retry with the key is a 409 `idempotency_in_progress` whose `Retry-After` is the lock's
+remaining time.
+
 Powertools' idempotency package imports boto3 (about 90 ms): it is imported at the first
 move with a key, not when the API function starts, and its two refusals become domain
 errors here, so the error map answers them like any other.
@@ -20,6 +27,8 @@ errors here, so the error map answers them like any other.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +44,9 @@ if TYPE_CHECKING:
 
 DEFAULT_EXPIRY_SECONDS = 24 * 3600
 KEY_PREFIX = "horcrux-move"
+LOCK_S = 5.0
+"""The longest a request holds its key's in-progress record: over a move's database budget
+(`horcrux.store.budget`) and its CPU, far under the function's timeout."""
 
 Payload = dict[str, Any]
 
@@ -46,9 +58,31 @@ class IdempotencyKeyReused(HorcruxError):
 
 
 class IdempotencyInProgress(HorcruxError):
-    """A request with this Idempotency-Key is still running."""
+    """A request with this Idempotency-Key is still running (or failed and could not
+    release its lock): retry after `retry_after_s`, the lock's remaining time."""
 
     code = "idempotency_in_progress"
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class LockContext:
+    """The Lambda context as the idempotency layer reads it: at most `lock_s` left, so the
+    in-progress record it writes expires within `lock_s`."""
+
+    def __init__(self, context: Any, lock_s: float = LOCK_S) -> None:
+        self._context = context
+        self._lock_ms = int(lock_s * 1000)
+
+    def get_remaining_time_in_millis(self) -> int:
+        if self._context is None:
+            return self._lock_ms
+        return min(int(self._context.get_remaining_time_in_millis()), self._lock_ms)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 class IdempotentMoves:
@@ -59,9 +93,14 @@ class IdempotentMoves:
         persistence: Callable[[], BasePersistenceLayer],
         *,
         expires_after_seconds: int = DEFAULT_EXPIRY_SECONDS,
+        lock_s: float = LOCK_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._factory = persistence
         self._expires = expires_after_seconds
+        self.lock_s = lock_s
+        self._clock = clock
+        self._layer: BasePersistenceLayer | None = None
         self._wrapped: Callable[..., Payload] | None = None
         self._config: IdempotencyConfig | None = None
 
@@ -85,10 +124,11 @@ class IdempotentMoves:
             def apply_move(request: Payload, run: Callable[[], Payload]) -> Payload:
                 return run()
 
+            self._layer = self._factory()
             self._wrapped = idempotent_function(
                 apply_move,
                 data_keyword_argument="request",
-                persistence_store=self._factory(),
+                persistence_store=self._layer,
                 config=self.config,
                 key_prefix=KEY_PREFIX,
             )
@@ -105,8 +145,7 @@ class IdempotentMoves:
         context: LambdaContext | None = None,
     ) -> Payload:
         """`run()`'s response, or the stored response of the first call with this key."""
-        if context is not None:
-            self.config.register_lambda_context(context)
+        self.config.register_lambda_context(LockContext(context, self.lock_s))  # type: ignore[arg-type]
         from aws_lambda_powertools.utilities.idempotency.exceptions import (
             IdempotencyAlreadyInProgressError,
             IdempotencyPersistenceLayerError,
@@ -121,14 +160,29 @@ class IdempotentMoves:
                 "this Idempotency-Key was used with a different move; use a new key per move"
             ) from None
         except IdempotencyAlreadyInProgressError:
+            left = self._lock_left(request)
             raise IdempotencyInProgress(
-                "a request with this Idempotency-Key is still running"
+                "a request with this Idempotency-Key is still running, or failed and could "
+                f"not release its lock; retry in {left} s",
+                retry_after_s=left,
             ) from None
         except IdempotencyPersistenceLayerError as exc:
             unavailable = _unavailable_cause(exc)
             if unavailable is None:
                 raise
             raise unavailable from exc
+
+    def _lock_left(self, request: Payload) -> int:
+        """Whole seconds (at least 1) until the key's in-progress record expires; the
+        longest a lock lasts if the record cannot be read."""
+        try:
+            record = self._layer.get_record(data=request) if self._layer is not None else None
+        except Exception:  # gone meanwhile, or the database down: the lock's longest
+            record = None
+        expiry = getattr(record, "in_progress_expiry_timestamp", None)
+        if expiry is None:
+            return max(1, math.ceil(self.lock_s))
+        return max(1, math.ceil(int(expiry) / 1000 - self._clock()))
 
 
 def _unavailable_cause(exc: BaseException) -> StoreUnavailable | None:

@@ -41,6 +41,12 @@ class InvalidRequest(ServiceError):
     code = "invalid_request"
 
 
+class NotReached(ServiceError):
+    """A game's view at a turn it has not reached yet (404: that view does not exist)."""
+
+    code = "not_found"
+
+
 class WaitingForPlayer(ServiceError):
     """A move while a human seat is still free (409)."""
 

@@ -8,6 +8,7 @@ add or drop a field of a view. The models are also the OpenAPI document's schema
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -51,20 +52,23 @@ NAME_RULE = (
 )
 
 
+_NAME_CHAR = r"(?:[^\W\d_]|[0-9_.'-])"
+"""A name's character but the space: a letter of any script (a word character that is
+not a decimal digit or `_`; this takes in the few numerals such as `²` that are word
+characters too), an ASCII digit, or one of - _ . '."""
+NAME_PATTERN = rf"^\s*{_NAME_CHAR}(?:{_NAME_CHAR}| ){{0,{NAME_MAX_CHARS - 1}}}\s*$"
+"""`checked_name` as a pattern (the OpenAPI document states it): 1-32 characters after
+trimming, each a name's character or a space."""
+_NAME_CHAR_RE = re.compile(_NAME_CHAR)
+
+
 def checked_name(value: str) -> str:
     """A player's display name, trimmed; ValueError naming the rule (and the first bad
     character) otherwise. Letters are any script's letters; nothing else is markup-capable."""
     name = value.strip()
     if not 1 <= len(name) <= NAME_MAX_CHARS:
         raise ValueError(f"{NAME_RULE}; got {len(name)} characters")
-    bad = next(
-        (
-            c
-            for c in name
-            if not (c.isalpha() or (c.isascii() and c.isdigit()) or c in NAME_PUNCTUATION)
-        ),
-        None,
-    )
+    bad = next((c for c in name if c != " " and not _NAME_CHAR_RE.fullmatch(c)), None)
     if bad is not None:
         raise ValueError(f"{NAME_RULE}; {bad!r} is not allowed")
     return name
@@ -72,7 +76,7 @@ def checked_name(value: str) -> str:
 
 PlayerName = Annotated[
     str,
-    Field(max_length=256, description=NAME_RULE),
+    Field(max_length=256, description=NAME_RULE, json_schema_extra={"pattern": NAME_PATTERN}),
     AfterValidator(checked_name),
 ]
 

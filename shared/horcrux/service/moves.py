@@ -61,10 +61,18 @@ class Precondition:
             f"{to_move} to move" if to_move else "over"
         )
         details = {"version": current.version, "turn": state.turn, "to_move": to_move}
-        wanted = ", ".join(str(v) for v in sorted(self.versions or ()))
+        versions = sorted(self.versions or ())
+        wanted = ", ".join(str(v) for v in versions)
         if self.source == "if_match":
+            named = (
+                f"names version {wanted}"
+                if len(versions) == 1
+                else f"names versions {wanted}"
+                if versions
+                else 'names no version the API issued (an ETag is the game\'s version, quoted: "7")'
+            )
             return PreconditionFailed(
-                f"If-Match names version {wanted}; the game is at {where}: reload it and "
+                f"If-Match {named}; the game is at {where}: reload it and "
                 "play from there (your move was not applied)",
                 **details,
             )

@@ -17,7 +17,7 @@ from horcrux import engine
 from horcrux.agents.base import HARRY_BRAINS, VOLDEMORT_BRAINS, Registry
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
 from horcrux.models import AnyAction, GameStarted, GameState, HarryMoved, Seat
-from horcrux.service.errors import InvalidRequest, NotOver, Unauthorized
+from horcrux.service.errors import NotOver, NotReached, Unauthorized
 from horcrux.service.models import (
     EVENTS_PAGE_MAX,
     MAX_TOKEN_CHARS,
@@ -120,7 +120,7 @@ def harry_belief(snapshot: GameSnapshot, turn: int | None = None) -> BeliefRespo
     that turn only (the map as it stood when Harry was to move at `turn`: a replay's step).
 
     `turn` runs from 1 (no record: the prior) to one past Harry's last move (every record:
-    the map now); a later one would be a guess, and is a 422."""
+    the map now); a later one would be a guess: that map does not exist yet (404)."""
     from horcrux.agents import HARRY_BRAINS
     from horcrux.agents.base import DEFAULT_HARRY
 
@@ -129,8 +129,8 @@ def harry_belief(snapshot: GameSnapshot, turn: int | None = None) -> BeliefRespo
     if turn is not None:
         last = view.history[-1].turn + 1 if view.history else 1
         if not 1 <= turn <= last:
-            raise InvalidRequest(
-                f"turn {turn} is out of range: game {snapshot.game_id} has a belief for"
+            raise NotReached(
+                f"no belief for turn {turn} yet: game {snapshot.game_id} has a belief for"
                 f" turns 1 to {last}"
             )
         view = view.model_copy(

@@ -1,5 +1,6 @@
 """Layer 3 and the hot path behind a port: `GameStore`, with an in-memory and a DynamoDB
-adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily."""
+adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily
+(`horcrux.store.stream`, the events stream's reader, takes its clients from it)."""
 
 from horcrux.store.dynamodb import CallRecorder, DynamoDbStore, DynamoSettings
 from horcrux.store.memory import MemoryStore

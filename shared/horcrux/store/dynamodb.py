@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import random
 import time
 import uuid
 from collections import Counter
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from horcrux.decisions import DecisionNote
 from horcrux.models import GameStarted, Seat
-from horcrux.store import capacity, common, mapping, results
+from horcrux.store import budget, capacity, common, mapping, results
 from horcrux.store.capacity import Item
 from horcrux.store.common import JOIN_ATTEMPTS, checked_sizes, snapshot_key
 from horcrux.store.port import (
@@ -54,12 +55,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOBBY_INDEX = "lobby"
-DEFAULT_CONNECT_TIMEOUT_S = 1.0
-DEFAULT_READ_TIMEOUT_S = 2.0
+DEFAULT_CONNECT_TIMEOUT_S = 0.5
+DEFAULT_READ_TIMEOUT_S = 0.8
 DEFAULT_MAX_ATTEMPTS = 3
+RETRY_BACKOFF_S = 0.05
+"""The first retry's wait (doubled per retry, jittered)."""
 UNAVAILABLE_CODES = frozenset(
     {"InternalServerError", "ServiceUnavailable", "InternalFailure", "ServiceUnavailableException"}
 )
+RETRIED_CODES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+"""Refusals a call retries (within its attempts and budget), as botocore's `standard` mode
+did; after the retries they are the callers' (the API: 429)."""
 RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
 
@@ -83,10 +91,11 @@ class DynamoSettings:
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    """botocore's total attempts per call (its `standard` retry mode: back-off with jitter
-    on throttling, 5xx and connection errors). A database that is down or frozen costs a
-    call at most about `max_attempts * (connect or read timeout)` plus the back-off, far
-    under API Gateway's 30 s, and then `StoreUnavailable`, never a hung request."""
+    """Attempts per call: the store's own retries (back-off with jitter on throttling, 5xx,
+    timeouts and connection errors; botocore's are off), each started only while the
+    request's budget (`horcrux.store.budget`) covers its read timeout. A database that is
+    down or frozen costs a call at most about `max_attempts * (connect or read timeout)`
+    plus the back-off, and a request at most its budget, then `StoreUnavailable`."""
 
     @classmethod
     def from_settings(cls, store: StoreSettings) -> DynamoSettings:
@@ -159,14 +168,7 @@ class DynamoDbStore:
     @property
     def client(self) -> DynamoDBClient:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client(
-                "dynamodb",
-                region_name=self.settings.region,
-                endpoint_url=self.settings.endpoint_url,
-                config=client_config(self.settings),
-            )
+            self._client = new_client("dynamodb", self.settings)
             self._hook(self._client)
         return self._client
 
@@ -176,18 +178,49 @@ class DynamoDbStore:
 
         client.meta.events.register("before-call.dynamodb", count)
 
-    def _call(self, op: str, *, read: int = 0, written: tuple[int, ...] = (), **kw: Any) -> Any:
+    def _call(
+        self,
+        op: str,
+        *,
+        read: int = 0,
+        written: tuple[int, ...] = (),
+        attempts: int | None = None,
+        **kw: Any,
+    ) -> Any:
+        """One API call, retried (up to `attempts`, default `max_attempts`) on an outage or
+        a throttle while the request's budget covers another attempt."""
         method = "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_")
-        start = time.perf_counter()
-        try:
-            response: dict[str, Any] = getattr(self.client, method)(
-                ReturnConsumedCapacity="TOTAL", **kw
-            )
-        except Exception as exc:
-            unavailable = unavailable_error(exc, op)
-            if unavailable is None:
-                raise
-            raise unavailable from exc
+        limit = attempts or self.settings.max_attempts
+        attempt = 0
+        while True:
+            attempt += 1
+            _check_budget(op, self.settings.read_timeout_s)
+            start = time.perf_counter()
+            try:
+                response: dict[str, Any] = getattr(self.client, method)(
+                    ReturnConsumedCapacity="TOTAL", **kw
+                )
+                break
+            except Exception as exc:
+                budget.spend(time.perf_counter() - start)
+                unavailable = unavailable_error(exc, op)
+                retried = _error_code(exc) in RETRIED_CODES or (
+                    unavailable is not None and unavailable.reason != "tables_missing"
+                )
+                wait = RETRY_BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
+                left = budget.remaining()
+                if (
+                    retried
+                    and attempt < limit
+                    and (left is None or left >= wait + self.settings.read_timeout_s)
+                ):
+                    time.sleep(wait)
+                    budget.spend(wait)
+                    continue
+                if unavailable is None:
+                    raise
+                raise unavailable from exc
+        budget.spend(time.perf_counter() - start)
         elapsed = time.perf_counter() - start
         if self.recorder is not None:
             sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
@@ -334,9 +367,13 @@ class DynamoDbStore:
         ]
         token = uuid.uuid4().hex
 
-        def send() -> None:
+        def send() -> None:  # one attempt: `_lost_answer` is the retry of a lost answer
             self._call(
-                "TransactWriteItems", written=sizes, TransactItems=items, ClientRequestToken=token
+                "TransactWriteItems",
+                written=sizes,
+                attempts=1,
+                TransactItems=items,
+                ClientRequestToken=token,
             )
 
         try:
@@ -668,16 +705,40 @@ def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
     }
 
 
+def new_client(service: str, settings: DynamoSettings) -> Any:
+    """A boto3 client of `service` (`dynamodb`, or `dynamodbstreams` for the stream reader,
+    `horcrux.store.stream`) on the settings' endpoint, with our timeouts."""
+    import boto3
+
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=client_config(settings),
+    )
+
+
 def client_config(settings: DynamoSettings) -> Any:
     """The botocore `Config` of every DynamoDB client of ours (the idempotency layer's too):
-    short timeouts and bounded retries."""
+    short timeouts and one attempt per call (the store retries itself, within the
+    request's budget; the idempotency layer's put and release are one attempt each)."""
     from botocore.config import Config
 
     return Config(
         connect_timeout=settings.connect_timeout_s,
         read_timeout=settings.read_timeout_s,
-        retries={"total_max_attempts": settings.max_attempts, "mode": "standard"},
+        retries={"total_max_attempts": 1, "mode": "standard"},
     )
+
+
+def _check_budget(op: str, attempt_s: float) -> None:
+    """StoreUnavailable(`timeout`) unless the request's budget covers one more attempt."""
+    left = budget.remaining()
+    if left is not None and left < attempt_s:
+        raise budget.BudgetSpent(
+            f"the request's time for the database is spent ({op} not sent; "
+            f"{max(left, 0.0):.2f} s left, an attempt may take {attempt_s:g} s); retry shortly"
+        )
 
 
 def unavailable_error(exc: BaseException, op: str = "call") -> StoreUnavailable | None:
@@ -714,7 +775,9 @@ def _never_sent(exc: StoreUnavailable) -> bool:
     made (refused, or no answer to the connect), so no request was sent."""
     from botocore import exceptions as bce
 
-    return isinstance(exc.__cause__, bce.EndpointConnectionError)
+    return isinstance(exc, budget.BudgetSpent) or isinstance(
+        exc.__cause__, bce.EndpointConnectionError
+    )
 
 
 def _outcome_unknown(game_id: str, seq: int, why: str) -> StoreUnavailable:

@@ -1,16 +1,18 @@
 """The local stand-in for the stream-driven AI-turn Lambdas: a queue and a pool of workers.
 
-After a response that shows an AI seat to move (create, join, a person's move, or any read
-of a game that waits for an AI), the game goes on the queue. A worker takes it, builds the
-stream record the event's INSERT would carry (`pk`, `seq`, `next_ai`: what `codec.next_ai`
-marks) and runs it through `process_partial_response` with the record handler the turn
-Lambdas run (`horcrux.api.turns.turn_record_handler` -> `GameService.play_ai_turn`).
+The local stream (`stream.StreamTail`) queues a game for every committed event that asks
+for an AI turn (`next_ai`) or ends the game (`winner`), as the stack's event source
+mappings hand those records to the turn and compaction Lambdas. A worker takes it, builds
+the stream record the event's INSERT would carry (`pk`, `seq`, `next_ai`: what
+`codec.next_ai` marks) and runs it through `process_partial_response` with the record
+handler the turn Lambdas run (`horcrux.api.turns.turn_record_handler` ->
+`GameService.play_ai_turn`).
 
 * One turn per queue visit, then the game goes to the back of the queue: games share the
   workers fairly, and a game is never in two workers at once (a game noticed while a
   worker plays it is queued again when that turn ends).
-* The compaction stand-in: a game seen over (a turn that ended it, or a response that shows
-  it over) goes on the same queue; a worker builds the stream record of its final event
+* The compaction stand-in: a game seen over (its final event, `winner`, from the stream)
+  goes on the same queue; a worker builds the stream record of its final event
   (`pk`, `seq`, `winner`), checks it against the compaction Lambda's filter
   (`compaction_records.FINAL_EVENT_FILTER`) and runs it through `process_partial_response`
   with the compaction Lambda's record handler (`compaction_record_handler` ->
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import collections
 import heapq
-import json
 import logging
 import threading
 import time
@@ -326,22 +327,6 @@ class AiTurns:
             self._queued.add(game_id)
             self._queue.append(game_id)
             self._cond.notify()
-
-    def notice(self, status: int, body: bytes) -> None:
-        """Queue the game of a 2xx response if it shows an AI seat to move."""
-        if not 200 <= status < 300 or not body.startswith(b"{"):
-            return
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return
-        game = payload.get("game") if isinstance(payload.get("game"), dict) else payload
-        if not isinstance(game, dict) or not isinstance(game.get("game_id"), str):
-            return
-        if waiting_for_ai(game):
-            self.enqueue(game["game_id"])
-        elif game.get("status") == "over" and game["game_id"] not in self.compacted:
-            self.enqueue(game["game_id"])  # the compaction stand-in (a person's last move)
 
     def pending(self) -> int:
         """Games queued, backing off or being played."""

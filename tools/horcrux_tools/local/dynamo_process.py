@@ -15,8 +15,17 @@ Changes to moto 5.2.5, made here only (this process IS the database):
   restored on cancel (failed conditions, `MultipleTransactions`, validation errors), with
   moto's own cancellation reasons and `ReturnValuesOnConditionCheckFailure`. It is pinned
   to the moto version it was copied from and refuses any other one.
-* the events table's stream keeps every record in memory (nothing reads it locally: the AI
-  worker stands in for the stream); `cap_stream_records()` keeps the last few.
+* the events table's stream keeps every record in memory; `cap_stream_records()` keeps the
+  last `STREAM_RECORDS_KEPT` (`horcrux serve` tails the stream, `local/stream.py`, and is
+  never that far behind), and a read from before the oldest kept record starts at the
+  oldest (moto would fail an assertion); a cancelled transaction takes back the stream
+  records of its own writes (moto left them: a stream reader saw writes that never
+  happened); the shard iterators each read leaves are capped too.
+* the streams API (`DynamoDBStreams_20120810.*`: DescribeStream, GetShardIterator,
+  GetRecords) is served on the same port, as DynamoDB Local does.
+* `--faults` adds `POST /_horcrux/faults` (`{"stall_commits_s": S}`): every
+  TransactWriteItems is applied and its answer then held back S seconds (the stalled
+  commit: written, the answer lost to the client's timeout); 0 ends it. Tests only.
 * a Query sorts every item of the table to pick its partition's; `partition_queries()`
   reads the partition only (same items, same order).
 
@@ -27,10 +36,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
+import json
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -38,7 +50,9 @@ from typing import Any
 
 PATCHED_MOTO_VERSION = "5.2.5"
 """The moto release whose `transact_write_items` the undo-log version was copied from."""
-STREAM_RECORDS_KEPT = 100
+STREAM_RECORDS_KEPT = 5000
+SHARD_ITERATORS_KEPT = 1000
+FAULTS_PATH = "/_horcrux/faults"
 BANNER = "horcrux-dynamodb listening on"
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -86,7 +100,18 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         before = table.get_item(hash_value, range_value)
         undo.append((table, hash_value, range_value, copy.deepcopy(before)))
 
+    stream_marks: dict[str, tuple[Any, int]] = {}  # table -> (shard, its next sequence number)
+
+    def mark_stream(table_name: str) -> None:
+        table = self.tables.get(table_name)
+        shard = getattr(table, "stream_shard", None)
+        if shard is not None and table_name not in stream_marks:
+            stream_marks[table_name] = (shard, shard.starting_sequence_number + len(shard.items))
+
     def rollback() -> None:
+        for shard, mark in stream_marks.values():  # the records of writes taken back
+            keep = max(0, mark - shard.starting_sequence_number)
+            del shard.items[keep:]
         for table, hash_value, range_value, before in reversed(undo):
             if range_value is not None:
                 bucket = table.items.get(hash_value)
@@ -133,6 +158,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                 key = op["Key"]
             check_unicity(table_name, key)
             if op_type != "ConditionCheck":
+                mark_stream(table_name)
                 back_up(table_name, key)  # before anything can change it
             current = self.get_item(table_name, key)
             if condition_expression is not None:
@@ -215,16 +241,48 @@ def install_item_undo_log(*, version: str | None = None) -> Callable[[], None]:
 
 
 def cap_stream_records(kept: int = STREAM_RECORDS_KEPT) -> Callable[[], None]:
-    """Keep only the last `kept` records of every table's stream; returns the undo."""
+    """Keep only the last `kept` records of every table's stream (a read from before the
+    oldest starts at the oldest) and the last `SHARD_ITERATORS_KEPT` shard iterators;
+    returns the undo."""
     from moto.dynamodb.models.table import StreamShard
+    from moto.dynamodbstreams.models import DynamoDBStreamsBackend
 
     original = StreamShard.add
     if getattr(original, "horcrux_capped", False):
         return lambda: None
+    original_get = StreamShard.get
+    original_iterator = DynamoDBStreamsBackend.get_shard_iterator
+    original_records = DynamoDBStreamsBackend.get_records
+
+    def get(self: Any, start: int, quantity: int) -> list[dict[str, Any]]:
+        return original_get(self, max(start, self.starting_sequence_number), quantity)
+
+    def forget_old(backend: Any) -> None:
+        iterators = backend.shard_iterators
+        extra = len(iterators) - SHARD_ITERATORS_KEPT
+        for arn in list(itertools.islice(iterators, max(0, extra))):
+            del iterators[arn]
+
+    def get_shard_iterator(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = original_iterator(self, *args, **kwargs)
+        forget_old(self)
+        return found
+
+    def get_records(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = original_records(self, *args, **kwargs)
+        forget_old(self)
+        return found
+
     StreamShard.add = _capped_stream_add(original, kept)  # type: ignore[method-assign]
+    StreamShard.get = get  # type: ignore[method-assign]
+    DynamoDBStreamsBackend.get_shard_iterator = get_shard_iterator  # type: ignore[method-assign]
+    DynamoDBStreamsBackend.get_records = get_records  # type: ignore[method-assign]
 
     def uninstall() -> None:
         StreamShard.add = original  # type: ignore[method-assign]
+        StreamShard.get = original_get  # type: ignore[method-assign]
+        DynamoDBStreamsBackend.get_shard_iterator = original_iterator  # type: ignore[method-assign]
+        DynamoDBStreamsBackend.get_records = original_records  # type: ignore[method-assign]
 
     return uninstall
 
@@ -274,9 +332,9 @@ def partition_queries() -> Callable[[], None]:
 
 
 @contextmanager
-def patched_moto() -> Iterator[None]:
+def patched_moto(*, stream_records_kept: int = STREAM_RECORDS_KEPT) -> Iterator[None]:
     """Every patch for the duration (tests use it with moto's in-process mock)."""
-    undo = [install_item_undo_log(), cap_stream_records(), partition_queries()]
+    undo = [install_item_undo_log(), cap_stream_records(stream_records_kept), partition_queries()]
     try:
         yield
     finally:
@@ -284,25 +342,71 @@ def patched_moto() -> Iterator[None]:
             step()
 
 
-def serialised(app: WsgiApp) -> WsgiApp:
-    """`app` called by one request at a time, its whole body produced under the lock."""
+class Faults:
+    """The faults a test switches on (`--faults`): `stall_commits_s`, the seconds every
+    TransactWriteItems answer is held back after the transaction was applied."""
+
+    def __init__(self) -> None:
+        self.stall_commits_s = 0.0
+        self.stalled = 0
+
+    def control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        """`POST /_horcrux/faults` `{"stall_commits_s": S}`: the faults now in force."""
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            asked = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            self.stall_commits_s = max(0.0, float(asked.get("stall_commits_s", 0.0)))
+        except (ValueError, TypeError, AttributeError) as exc:
+            start_response("400 Bad Request", [("Content-Type", "application/json")])
+            return [json.dumps({"error": str(exc)}).encode()]
+        start_response("200 OK", [("Content-Type", "application/json")])
+        body = {"stall_commits_s": self.stall_commits_s, "stalled": self.stalled}
+        return [json.dumps(body).encode()]
+
+
+def serialised(app: WsgiApp, faults: Faults | None = None) -> WsgiApp:
+    """`app` called by one request at a time, its whole body produced under the lock (a
+    stalled commit's answer is held back outside it: the database goes on serving)."""
     lock = threading.Lock()
 
     def locked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if faults is not None and environ.get("PATH_INFO") == FAULTS_PATH:
+            return faults.control(environ, start_response)
         with lock:
             result = app(environ, start_response)
             try:
-                return [b"".join(result)]
+                body = [b"".join(result)]
             finally:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        if (
+            faults is not None
+            and faults.stall_commits_s > 0
+            and target.endswith(".TransactWriteItems")
+        ):
+            faults.stalled += 1
+            time.sleep(faults.stall_commits_s)  # applied; the answer comes too late
+        return body
 
     return locked
 
 
-def dynamodb_app() -> WsgiApp:
-    """moto's DynamoDB Flask app, patched and serialised."""
+def by_target(dynamodb: WsgiApp, streams: WsgiApp) -> WsgiApp:
+    """The streams API's requests (`X-Amz-Target: DynamoDBStreams_...`) to `streams`, the
+    rest to `dynamodb`: one endpoint for both, as DynamoDB Local serves them."""
+
+    def route(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        app = streams if target.startswith("DynamoDBStreams_") else dynamodb
+        return app(environ, start_response)
+
+    return route
+
+
+def dynamodb_app(*, faults: Faults | None = None) -> WsgiApp:
+    """moto's DynamoDB and DynamoDB Streams Flask apps, patched and serialised."""
     import logging
 
     from moto.moto_server.werkzeug_app import create_backend_app
@@ -312,8 +416,8 @@ def dynamodb_app() -> WsgiApp:
     partition_queries()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N"
-    app: WsgiApp = create_backend_app("dynamodb")
-    return serialised(app)
+    app: WsgiApp = by_target(create_backend_app("dynamodb"), create_backend_app("dynamodbstreams"))
+    return serialised(app, faults)
 
 
 def _exit_on_eof() -> None:
@@ -328,13 +432,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument(
+        "--faults", action="store_true", help=f"serve POST {FAULTS_PATH} (tests: a stalled commit)"
+    )
+    parser.add_argument(
         "--exit-with-stdin", action="store_true", help="exit when stdin closes (the parent died)"
     )
     args = parser.parse_args(argv)
     from waitress.server import create_server
 
     server = create_server(
-        dynamodb_app(),
+        dynamodb_app(faults=Faults() if args.faults else None),
         host=args.host,
         port=args.port,
         threads=args.threads,

@@ -8,6 +8,9 @@
   more gets 429 `throttled` and is closed. Both are counted (`/healthz`: `dropped`).
 * `route_cost`: the tokens a request takes from its client's bucket; a lobby page costs
   more the more games it asks for.
+* `CostBudget`: a server-wide token bucket for the expensive reads (a lobby page computed,
+  not answered from the cache: its cost by size, as `route_cost`): clients within their own
+  limits, from many addresses, cannot together keep the database busy with lobby pages.
 * `LobbyCache`: `GET /games` pages (public, the same for every caller) answered from a
   copy at most `ttl_s` old; concurrent misses for one page wait for one computation; a game
   created or joined through this server clears it (the creator sees their game at once).
@@ -195,6 +198,41 @@ def route_cost(method: str, path: str, query: str) -> float:
     return 1.0
 
 
+class CostBudget:
+    """One token bucket for the whole server: `per_s` tokens a second, up to `burst`.
+    `take(cost)` answers 0 (go on) or the seconds until the cost fits."""
+
+    def __init__(
+        self, per_s: float, burst: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_s = per_s
+        self.burst = burst
+        self.clock = clock
+        self.spent = 0.0
+        self.refused = 0
+        self._tokens = burst
+        self._at = clock()
+        self._lock = threading.Lock()
+
+    def take(self, cost: float) -> float:
+        cost = min(max(cost, 0.0), self.burst)
+        with self._lock:
+            now = self.clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.per_s)
+            self._at = now
+            if self._tokens >= cost:
+                self._tokens -= cost
+                self.spent += cost
+                return 0.0
+            self.refused += 1
+            return (cost - self._tokens) / self.per_s
+
+    def stats(self) -> dict[str, float | int]:
+        """For `/healthz`: the tokens spent and the requests refused since the start."""
+        with self._lock:
+            return {"spent": round(self.spent, 1), "refused": self.refused}
+
+
 class LobbyCache:
     """Lobby pages by query string, kept `ttl_s`; one computation per page at a time."""
 
@@ -243,6 +281,7 @@ __all__ = [
     "PER_CLIENT_CONNECTIONS",
     "READ_DEADLINE_S",
     "ConnectionGuard",
+    "CostBudget",
     "LobbyCache",
     "changes_lobby",
     "guarded_channel",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from horcrux_tools.local.dynamo_process import BANNER as DYNAMO_BANNER
+from horcrux_tools.local.dynamo_process import FAULTS_PATH
 from horcrux_tools.local.moto_server import child_environment
 
 STARTUP_S = 60.0
@@ -231,11 +232,13 @@ class ServeProcess:
 
 
 class DynamoProcess:
-    """`python -m horcrux_tools.local.dynamo_process` on `port` (0: a free one)."""
+    """`python -m horcrux_tools.local.dynamo_process` on `port` (0: a free one); `faults`:
+    with its fault switch (`stall_commits`)."""
 
-    def __init__(self, port: int = 0, *, startup_s: float = 30.0) -> None:
+    def __init__(self, port: int = 0, *, startup_s: float = 30.0, faults: bool = False) -> None:
+        command = [sys.executable, "-m", "horcrux_tools.local.dynamo_process", "--port", str(port)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "horcrux_tools.local.dynamo_process", "--port", str(port)],
+            command + (["--faults"] if faults else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -251,6 +254,16 @@ class DynamoProcess:
 
     def signal(self, sig: int) -> None:
         os.kill(self.process.pid, sig)
+
+    def stall_commits(self, seconds: float) -> Any:
+        """Every TransactWriteItems from now on is applied and answered `seconds` late (0:
+        on time again); the process's answer (the faults in force)."""
+        status, _, body = request_json(
+            "POST", f"{self.endpoint}{FAULTS_PATH}", {"stall_commits_s": seconds}
+        )
+        if status != 200:
+            raise RuntimeError(f"the fault switch answered {status}: {body}")
+        return body
 
     def stop(self) -> None:
         if self.process.poll() is None:

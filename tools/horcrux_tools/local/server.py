@@ -12,7 +12,10 @@ AI turns in a worker pool.
   (`AWS_ENDPOINT_URL_DYNAMODB`: nothing started). `/healthz` checks it (DescribeTable,
   cached 1 s): 200, or 503 with `Retry-After` naming the problem; tables found missing
   (the local DynamoDB restarted empty) are created again, with a message.
-* AI turns: `ai_turns.AiTurns`, the stand-in for the stream -> turn Lambdas.
+* AI turns: `stream.StreamTail` tails the events table's stream (the committed events, in
+  order, from a checkpoint) and hands each event that asks for an AI turn or ends a game
+  to `ai_turns.AiTurns`, the stand-in for the turn and compaction Lambdas; nothing on the
+  request path queues a turn.
 * Limits: per-client token buckets (`wsgi.RateLimiter`), like the stack's throttling.
 * SIGTERM/SIGINT: stop accepting, give running turns and requests up to 2 s, stop the
   DynamoDB child (SIGTERM, SIGKILL after 2 s): out within 5 s.
@@ -21,6 +24,7 @@ AI turns in a worker pool.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -47,10 +51,12 @@ from horcrux_tools.local.guard import (
     PER_CLIENT_CONNECTIONS,
     READ_DEADLINE_S,
     ConnectionGuard,
+    CostBudget,
     LobbyCache,
     guarded_channel,
 )
 from horcrux_tools.local.moto_server import DynamoWatch, LocalDynamo, start_dynamodb
+from horcrux_tools.local.stream import StreamTail
 from horcrux_tools.local.wsgi import (
     CREATE_RATE,
     HEALTH_PATH,
@@ -75,6 +81,15 @@ before it is sent."""
 """Bodies over this are refused by waitress (API Gateway's own cap is 10 MB; the API
 refuses anything over 4 KB anyway)."""
 STOP_GRACE_S = 2.0
+CONNECTION_LIMIT = 4000
+"""Room for 40 addresses at the per-client cap (100) before a new client waits in the
+backlog: waitress keeps idle and slow connections in its event loop (a socket each, no
+thread); a request reaches a thread only once it has arrived whole."""
+READ_BUDGET = Rate(10.0, 20.0)
+"""The lobby pages all clients together may have computed: 10 tokens a second (a page of
+N games costs 1 + N/10: 2 pages of 40 games a second, about 1 of 100), burst 20. At 40
+the local DynamoDB process, serialised, kept another client's reads waiting (p50 670 ms
+under ten addresses' flood, bench_abuse.py); at 10, 7 ms."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,8 @@ class ServerOptions:
     backlog: int = 1024
     channel_timeout_s: int = 30
     """An idle or half-sent connection is closed after this many seconds."""
-    connection_limit: int = 1000
+    connection_limit: int = CONNECTION_LIMIT
+    """Connections open at once in all (idle ones hold a socket, never a thread)."""
     max_body_bytes: int = MAX_REQUEST_BYTES
     play_rate: Rate | None = PLAY_RATE
     """Per client, every route but POST /games (None: no limit)."""
@@ -100,6 +116,8 @@ class ServerOptions:
     """Connections open at once from one client address (one more: 429 and closed)."""
     lobby_cache_s: float = LOBBY_CACHE_S
     """`GET /games` pages are answered from a copy at most this old (0: never)."""
+    read_budget: Rate | None = READ_BUDGET
+    """Server-wide, the lobby pages computed (not from the cache), by cost (None: none)."""
 
     def guard(self) -> ConnectionGuard:
         return ConnectionGuard(self.read_deadline_s, self.per_client_connections)
@@ -187,6 +205,20 @@ def json_error_channel() -> type:
     return JsonErrorChannel
 
 
+def _open_file_room(wanted: int) -> None:
+    """Raise this process's soft limit of open files towards `wanted` (one per connection),
+    within its hard limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            top = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (top, hard))
+    except (ImportError, ValueError, OSError):  # not POSIX, or not allowed: keep the limit
+        return
+
+
 class LocalHttpServer:
     """A waitress server whose loop `serve_forever()` runs until `stop()` (any thread)."""
 
@@ -200,6 +232,7 @@ class LocalHttpServer:
     ) -> None:
         from waitress.server import create_server
 
+        _open_file_room(options.connection_limit + 256)
         # waitress warns "Task queue depth is N" whenever a request waits for a thread
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self._server: Any = create_server(
@@ -279,6 +312,7 @@ class LocalStack:
     dynamo: LocalDynamo
     watch: DynamoWatch
     ai: AiTurns
+    tail: StreamTail
     app: ApiGatewayWsgi
     httpd: LocalHttpServer
     _thread: threading.Thread | None = None
@@ -303,6 +337,7 @@ class LocalStack:
         self.httpd.stop(grace_s)
         if self._thread is not None:
             self._thread.join(grace_s)
+        self.tail.stop(grace_s / 2)
         self.ai.stop(grace_s)
         self.httpd.shutdown_threads(max(0.1, grace_s / 2))
         self.watch.stop()
@@ -364,10 +399,12 @@ def start_stack(
     dynamo = start_dynamodb(dynamo_host, 0)
     ai: AiTurns | None = None
     watch: DynamoWatch | None = None
+    tail: StreamTail | None = None
     try:
         from horcrux.secrets import AnthropicKey
         from horcrux.settings import turn_settings
-        from horcrux.store import DynamoDbStore
+        from horcrux.store import DynamoDbStore, DynamoSettings
+        from horcrux.store.stream import EventStream
 
         settings = turn_settings("harry")  # read once, after the local DynamoDB is set up
         key = AnthropicKey(settings.secret)
@@ -386,13 +423,27 @@ def start_stack(
             GameService(DynamoDbStore.from_settings(settings.store), brain_settings=brain_settings),
             workers=options.ai_workers,
         )
+        stream = EventStream(  # the streams client needs the endpoint named (boto3 reads
+            # AWS_ENDPOINT_URL_DYNAMODB for DynamoDB only)
+            dataclasses.replace(
+                DynamoSettings.from_settings(settings.store), endpoint_url=dynamo.endpoint
+            )
+        )
+        tail = stream_tail = StreamTail(stream, ai.enqueue).start()
         guard = options.guard()
         lobby = LobbyCache(options.lobby_cache_s) if options.lobby_cache_s > 0 else None
+        budget = (
+            CostBudget(options.read_budget.per_s, options.read_budget.burst)
+            if options.read_budget is not None
+            else None
+        )
 
         def dropped() -> dict[str, Any]:
-            extras: dict[str, Any] = {"dropped": guard.stats()}
+            extras: dict[str, Any] = {"dropped": guard.stats(), "stream": stream_tail.stats()}
             if lobby is not None:
                 extras["lobby_cache"] = {"hits": lobby.hits, "misses": lobby.misses}
+            if budget is not None:
+                extras["read_budget"] = budget.stats()
             return extras
 
         app = ApiGatewayWsgi(
@@ -403,16 +454,19 @@ def start_stack(
             log_to=log_to,
             lobby_cache=lobby,
             health_extras=dropped,
+            read_budget=budget,
         )
         httpd = LocalHttpServer(app, host, port, options, guard)
     except BaseException:
+        if tail is not None:
+            tail.stop(0)
         if ai is not None:
             ai.stop(0)
         if watch is not None:
             watch.stop()
         dynamo.stop()
         raise
-    return LocalStack(dynamo=dynamo, watch=watch, ai=ai, app=app, httpd=httpd)
+    return LocalStack(dynamo=dynamo, watch=watch, ai=ai, tail=tail, app=app, httpd=httpd)
 
 
 def serve(

@@ -8,8 +8,9 @@ HTTP API (payload 2.0) event and the Lambda proxy response back, for waitress to
   Powertools metric set (Powertools shares one across every `Metrics`, unsafe under threads).
 * `RateLimiter`: per-client (source IP) token buckets like the stack's stage throttling,
   tighter for `POST /games` (each may start AI games); 429 `throttled` with `Retry-After`.
-* `ApiGatewayWsgi`: the app: `/healthz` (DynamoDB checked, 200 or 503), the limits, the
-  handler, and AI turns queued after every response that shows an AI seat to move.
+* `ApiGatewayWsgi`: the app: `/healthz` (DynamoDB checked, 200 or 503, with the AI
+  workers' counts), the limits and the handler. AI turns are never queued here: the local
+  stream plays them from the committed events (`stream.StreamTail`).
 """
 
 from __future__ import annotations
@@ -32,12 +33,18 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
 from typing import Any, TextIO
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from horcrux.api.errors import error_json, status_for
 from horcrux.web import static_response
 from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
-from horcrux_tools.local.guard import LobbyCache, changes_lobby, is_lobby, route_cost
+from horcrux_tools.local.guard import (
+    CostBudget,
+    LobbyCache,
+    changes_lobby,
+    is_lobby,
+    route_cost,
+)
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -339,6 +346,15 @@ class RateLimiter:
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
+    def refund(self, client: str, kind: str, cost: float = 1.0) -> None:
+        """Give back `cost` tokens a request took (up to the burst)."""
+        rate = self.rates[kind]
+        with self._lock:
+            found = self._buckets.get((client, kind))
+            if found is not None:
+                tokens, at = found
+                self._buckets[(client, kind)] = (min(rate.burst, tokens + cost), at)
+
     def take(self, client: str, kind: str, cost: float = 1.0) -> float:
         """Take `cost` tokens (an expensive route takes more; at most the burst)."""
         rate = self.rates[kind]
@@ -379,6 +395,7 @@ class ApiGatewayWsgi:
         timeout_s: float = API_TIMEOUT_S,
         lobby_cache: LobbyCache | None = None,
         health_extras: Callable[[], dict[str, Any]] | None = None,
+        read_budget: CostBudget | None = None,
     ) -> None:
         self.handler = handler
         self.ai = ai
@@ -389,21 +406,46 @@ class ApiGatewayWsgi:
         self.throttled = 0
         self.lobby_cache = lobby_cache
         self.health_extras = health_extras
+        self.read_budget = read_budget
+        """The server-wide budget the lobby pages computed draw on (None: none)."""
+        self._log_lock = threading.Lock()
+
+    def _log(self, line: str) -> None:
+        """One whole line per request: one write under a lock (`print` writes the text and
+        its newline apart, so lines of concurrent requests merged and left blanks)."""
+        assert self.log_to is not None
+        with self._log_lock:
+            self.log_to.write(line)
+            self.log_to.flush()
+
+    def _expensive(self, event: dict[str, Any], cost: float) -> dict[str, Any]:
+        """`invoke(event)` if the server's read budget has `cost` left, else a 429 (never
+        cached: only a 200 is)."""
+        if self.read_budget is not None:
+            wait = self.read_budget.take(cost)
+            if wait > 0:
+                self.throttled += 1
+                message = (
+                    f"the server is answering as many lobby pages as it can (at most "
+                    f"{self.read_budget.per_s:g} tokens a second for all clients; this page "
+                    f"costs {cost:g}); retry after {wait:.2f} s, or ask for fewer games"
+                )
+                return {
+                    "statusCode": status_for("throttled"),
+                    "headers": {
+                        "Content-Type": "application/json",
+                        "Retry-After": str(max(1, math.ceil(wait))),
+                    },
+                    "body": error_json("throttled", message),
+                }
+        return self.invoke(event)
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The handler's response to `event`. Nothing here queues an AI turn: the local
+        stream (`stream.StreamTail`) plays them from the committed events, whatever the
+        answer was."""
         context = FakeLambdaContext(function_name="horcrux-api", timeout_s=self.timeout_s)
-        response = self.handler(event, context)
-        if self.ai is not None:
-            status = int(response.get("statusCode", 500))
-            self.ai.notice(status, response_body(response))
-            method = str(((event.get("requestContext") or {}).get("http") or {}).get("method"))
-            moved = _MOVE_PATH.fullmatch(str(event.get("rawPath") or ""))
-            if status >= 500 and method == "POST" and moved is not None:
-                # a move answered 5xx may still have been written (a database that stalled
-                # after the transaction was sent): the workers look for a due AI turn
-                # themselves (retrying while the database is down), no read needed
-                self.ai.enqueue(unquote(moved.group(1)))
-        return response
+        return self.handler(event, context)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         start = time.perf_counter()
@@ -425,8 +467,7 @@ class ApiGatewayWsgi:
         start_response(f"{status} {reason}".rstrip(), out)
         if self.log_to is not None:
             ms = (time.perf_counter() - start) * 1000
-            shown = loggable_target(target)
-            print(f"{method} {shown} -> {status} ({ms:.0f} ms)", file=self.log_to, flush=True)
+            self._log(f"{method} {loggable_target(target)} -> {status} ({ms:.0f} ms)\n")
         return [b""] if method == "HEAD" else [body]
 
     def _respond(
@@ -475,14 +516,23 @@ class ApiGatewayWsgi:
         body = environ["wsgi.input"].read() if environ.get("wsgi.input") is not None else b""
         event = api_gateway_event(method, target, environ_headers(environ), body, source_ip=client)
         try:
-            if self.lobby_cache is not None and is_lobby(method, path):
+            if is_lobby(method, path):
                 query = urlsplit(target).query
-                response = self.lobby_cache.get(query, lambda: self.invoke(event))
+
+                def computed() -> dict[str, Any]:  # not from the cache: it draws on the budget
+                    return self._expensive(event, route_cost(method, path, query))
+
+                cache = self.lobby_cache
+                response = computed() if cache is None else cache.get(query, computed)
             else:
                 response = self.invoke(event)
                 status = int(response.get("statusCode", 500))
                 if self.lobby_cache is not None and changes_lobby(method, path, status):
                     self.lobby_cache.clear()
+                if self.limiter is not None and kind == "create" and status in REFUSED_UNREAD:
+                    # refused for what it said, nothing started: the create budget counts
+                    # valid requests only (a client's 4xx keeps naming its mistake)
+                    self.limiter.refund(client, kind)
         except Exception:  # a bug in the handler: a JSON 500, logged, never a torn connection
             log.exception("the API handler failed on %s %s", method, loggable_target(target))
             return (
@@ -494,7 +544,9 @@ class ApiGatewayWsgi:
         return int(response.get("statusCode", 500)), headers, response_body(response)
 
 
-_MOVE_PATH = re.compile(r"/games/([^/]+)/moves/?")
+REFUSED_UNREAD = frozenset({400, 413, 415, 422})
+"""A create refused for its own content (bad JSON, too large, not JSON, invalid): no game
+was started, so it takes nothing from the create budget."""
 _HOP_BY_HOP = frozenset(("content-length", "connection", "transfer-encoding", "keep-alive"))
 
 __all__ = [
