@@ -631,16 +631,20 @@ def play(
     seed: int | None = None,
     join: str | None = None,
     resume: tuple[str, str] | None = None,
-    out: TextIO = sys.stdout,
-    inp: TextIO = sys.stdin,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    inp: TextIO | None = None,
+    err: TextIO | None = None,
     on_ready: Callable[[str], None] | None = None,
     ephemeral: bool = False,
 ) -> int:
     """`horcrux play` against the API at `api`; the exit status. Without `seat` a new game
     seats the person as Harry, and `join` takes the game's free seat. `ephemeral`: the
     server is this command's own (`--local`), gone when it ends. `resume`: (game id, seat
-    token) of a game left earlier: the person goes on in the seat that token holds."""
+    token) of a game left earlier: the person goes on in the seat that token holds. `out`,
+    `inp`, `err`: the streams (default: the process's, as they are at the call)."""
+    out = out or sys.stdout
+    inp = inp or sys.stdin
+    err = err or sys.stderr
     client = HorcruxClient(api)
     try:
         if resume is not None:
