@@ -12,6 +12,7 @@ from horcrux_tools.evaluation.ceiling import SECTION, render_section, report, sp
 
 DRAWS = [0, 1, 5]  # the reference member, a positive trigger, positive+2 (docs/FAMILY.md)
 GAMES = 4
+THREE = ["planner", "told", "untold"]
 WON = {  # wins of game g, per (harry, draw)
     ("planner", 0): 4,
     ("planner", 1): 1,
@@ -28,7 +29,7 @@ WON = {  # wins of game g, per (harry, draw)
 def _records() -> list[dict[str, object]]:
     return [
         {"harry": h, "draw": d, "game": g, "won": g < WON[(h, d)], "wasted": 0, "max_ms": 1.0}
-        for h, d, g in tasks(DRAWS, GAMES)
+        for h, d, g in tasks(DRAWS, GAMES, THREE)
     ]
 
 
@@ -36,8 +37,8 @@ def test_the_report_reads_every_game_in_any_order() -> None:
     records = _records()
     shuffled = list(records)
     random.Random(1).shuffle(shuffled)
-    one = report(records, DRAWS, GAMES, ["planner", "told", "untold"], 1.0)
-    two = report(shuffled, DRAWS, GAMES, ["planner", "told", "untold"], 1.0)
+    one = report(records, DRAWS, GAMES, THREE, 1.0)
+    two = report(shuffled, DRAWS, GAMES, THREE, 1.0)
     assert one == two
     rates = {r["draw"]: r["rates"] for r in one["rows"]}
     assert rates[1] == {"planner": 0.25, "told": 1.0, "untold": 0.5}
@@ -45,22 +46,23 @@ def test_the_report_reads_every_game_in_any_order() -> None:
     assert s["headroom"] == pytest.approx((0 + 0.75 + 0.25) / 3)
     assert s["headroom_by_trigger"]["reference"] == {"draws": 1, "mean": 0.0}
     # draws 1 and 5 open 10 points or more: untold reaches (0.25 + 0.25) of (0.75 + 0.25)
-    assert s["wide_draws"] == 2 and s["share_reached"] == pytest.approx(0.5)
+    assert s["wide_draws"] == 2 and s["share_reached"] == {"untold": pytest.approx(0.5)}
     assert one["wins"]["told"]["1"] == "1111"
 
 
 def test_missing_or_doubled_games_are_refused() -> None:
     records = _records()
     with pytest.raises(ValueError, match="missing"):
-        report(records[1:], DRAWS, GAMES, ["planner", "told", "untold"], 1.0)
+        report(records[1:], DRAWS, GAMES, THREE, 1.0)
     with pytest.raises(ValueError, match="twice"):
-        report(records + records[:1], DRAWS, GAMES, ["planner", "told", "untold"], 1.0)
+        report(records + records[:1], DRAWS, GAMES, THREE, 1.0)
 
 
 def test_the_section_and_the_specs() -> None:
-    data = report(_records(), DRAWS, GAMES, ["planner", "told", "untold"], 1.0)
+    data = report(_records(), DRAWS, GAMES, THREE, 1.0)
     text = render_section(data, ["ceiling.png"])
     assert SECTION.present(text)
     assert "| 1 | trigger=positive+0" in text and "| +75 |" in text
-    assert "reaches **50%**" in text
+    assert "`untold` **50%**" in text
     assert spec("told", 37) == "told:37" and spec("planner", 37) == "planner"
+    assert spec("hedged", 37) == "untold:1024:64:hedged"

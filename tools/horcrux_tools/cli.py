@@ -486,7 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ceil.add_argument("--draws", type=_positive, default=40, help="dev draws 0..N-1 (40)")
     ceil.add_argument("--games", type=_positive, default=20, help="games per draw and Harry (20)")
-    ceil.add_argument("--harry", default="planner,told,untold", help="a subset, planner in it")
+    ceil.add_argument(
+        "--harry", default="planner,told,untold,hedged", help="a subset, planner and told in it"
+    )
     ceil.add_argument("--workers", type=_positive, default=None, help="default: every core")
     ceil.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
     ceil.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
