@@ -1229,7 +1229,9 @@ def test_what_the_ai_remembers_is_shown_and_forgotten_after_a_confirmation(
             break
         assert time.monotonic() < deadline, "the AI's memory of the player never appeared"
         time.sleep(0.2)  # polling the server's asynchronous record, not a stand-in for it
-    # the seat's page sees the end (and marks the game over: the lobby need not redraw)
+    # the seat's page sees the end (and marks the game over: the lobby need not redraw); it
+    # looks for changes every 10 s on its own turn, and the moves came through the API
+    page.reload()
     expect(page.get_by_test_id("end")).to_be_visible()
     page.goto(served.url + "/")
     expect(page.get_by_test_id("my-replay")).to_be_visible()
