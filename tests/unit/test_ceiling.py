@@ -64,5 +64,7 @@ def test_the_section_and_the_specs() -> None:
     assert SECTION.present(text)
     assert "| 1 | trigger=positive+0" in text and "| +75 |" in text
     assert "`untold` **50%**" in text
+    assert "| reference | 1 | 0 |" in text  # no headroom reads 0, never "+0" or "-0"
+    assert "against three Harrys" in text
     assert spec("told", 37) == "told:37" and spec("planner", 37) == "planner"
     assert spec("hedged", 37) == "untold:1024:64:hedged"

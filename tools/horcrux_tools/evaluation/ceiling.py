@@ -222,16 +222,23 @@ def _pct(x: float) -> str:
 
 
 def _pts(x: float) -> str:
-    return f"{100 * x:+.0f}"
+    points = round(100 * x)
+    return f"{points:+d}" if points else "0"
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four"}.get(n, str(n))
 
 
 def _timing(data: dict[str, Any]) -> str:
-    played = len(data["harrys"]) * len(data["draws"]) * data["games"] - data.get("resumed", 0)
-    text = f"{played:,} games played in {data['seconds']:.0f} s"
-    if data.get("engine"):
-        text += f" on {data['engine']}"
-    if data.get("resumed"):
-        text += f", {data['resumed']:,} read back from an interrupted run's log (`--resume`)"
+    total = len(data["harrys"]) * len(data["draws"]) * data["games"]
+    resumed = data.get("resumed", 0)
+    where = f" on {data['engine']}" if data.get("engine") else ""
+    if resumed >= total:
+        return f"all {total:,} games read back from the run's result log (`--resume`)"
+    text = f"{total - resumed:,} games played in {data['seconds']:.0f} s{where}"
+    if resumed:
+        text += f", {resumed:,} read back from an interrupted run's log (`--resume`)"
     return text
 
 
@@ -244,7 +251,8 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         "",
         "## The value of knowing the opponent",
         "",
-        "Each dev draw of the generated family against three Harrys on the same seeds (game g "
+        f"Each dev draw of the generated family against {_count(len(harrys))} Harrys on the "
+        "same seeds (game g "
         "against draw d on seed d * 1000 + g): `planner`, the default; `told`, told the "
         "draw's exact policy (`told:d`: a particle belief over the hidden state in which "
         "Voldemort is that policy, run with the family's own code, and the threshold rule "
