@@ -58,3 +58,13 @@ def test_a_ceiling_run_resumes_to_the_same_report(
     assert main([*ARGV, "--out", str(cut), "--resume"]) == 0
     assert len(played) == 8 - 3
     assert _report(cut) == (data, page)
+
+
+def test_a_bad_harry_list_is_refused_before_any_game(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad in ("untold", "planner,untold", "planner,told,oracle"):
+        argv = ["ceiling", "--draws", "1", "--games", "1", "--harry", bad]
+        assert main([*argv, "--out", str(tmp_path / "x")]) == 2
+        assert "planner and told in it" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

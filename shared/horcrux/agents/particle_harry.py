@@ -150,6 +150,11 @@ class ParticleHarry:
         }
 
 
+def _whole(options: BrainOptions, text: str, default: int, what: str) -> int:
+    """One part of a spec's parameter as a whole number >= 1 (`default` when empty)."""
+    return int_param(replace(options, param=text or None), default, what)
+
+
 @HARRY_BRAINS.register(
     "told",
     description=(
@@ -161,9 +166,7 @@ class ParticleHarry:
 def _told(options: BrainOptions) -> ParticleHarry:
     seed_text, _, count_text = (options.param or "").partition(":")
     seed = family_seed(seed_text or None)
-    count = int_param(
-        replace(options, param=count_text or None), PARTICLES, "told's particle count"
-    )
+    count = _whole(options, count_text, PARTICLES, "told's particle count")
     return ParticleHarry(options.rules, told(seed), count, name=f"told:{seed}")
 
 
@@ -180,12 +183,8 @@ def _untold(options: BrainOptions) -> ParticleHarry:
     policies_text, _, hedge = rest.partition(":")
     if hedge not in ("", "hedged"):
         raise UnknownBrain(f"untold's last part is 'hedged' or nothing, got {hedge!r}")
-    count = int_param(
-        replace(options, param=count_text or None), PARTICLES, "untold's particle count"
-    )
-    policies = int_param(
-        replace(options, param=policies_text or None), PRIOR_POLICIES, "untold's prior policies"
-    )
+    count = _whole(options, count_text, PARTICLES, "untold's particle count")
+    policies = _whole(options, policies_text, PRIOR_POLICIES, "untold's prior policies")
     return ParticleHarry(
         options.rules, family_prior(policies), count, name="untold", hedge=hedge == "hedged"
     )

@@ -115,9 +115,10 @@ def command(args: argparse.Namespace) -> int:
 
     harrys = [h.strip() for h in args.harry.split(",") if h.strip()]
     unknown = [h for h in harrys if h not in HARRYS]
-    if unknown or "planner" not in harrys:
+    if unknown or "planner" not in harrys or "told" not in harrys:
         raise HorcruxError(
-            f"--harry: a list of {', '.join(HARRYS)} with planner in it, got {args.harry!r}"
+            f"--harry: a list of {', '.join(HARRYS)} with planner and told in it (the "
+            f"headroom is told minus planner), got {args.harry!r}"
         )
     draws = list(range(args.draws))
     out = Path(args.out)
