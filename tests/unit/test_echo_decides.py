@@ -24,6 +24,7 @@ from horcrux.echo.use import (
     full_plan,
     joined_models,
     memory_plan,
+    models_plan,
     rate_models,
 )
 from horcrux.models import Attack, Pass, Search
@@ -139,7 +140,7 @@ def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_p
     body = json.loads(read.pin)
     assert body["models"] is None and "memory held back" in body["line"]
     seed = 5
-    while memory_plan(persist.load(store, "planner", "shadow")[0]) is None:
+    while models_plan(persist.load(store, "planner", "shadow")[0]) is None:
         game = f"g{seed - 3}"
         if seed > 5:
             start_game(store, game, CLASSIC, seed, dict(seats))
@@ -152,7 +153,7 @@ def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_p
     read = read_memory(store, store.load("next"), Counter())
     assert read.pin is not None
     body = json.loads(read.pin)
-    plan = memory_plan(persist.load(store, "planner", "shadow")[0])
+    plan = models_plan(persist.load(store, "planner", "shadow")[0])
     assert plan is not None and body["v"] == 2
     assert [m["prior"] for m in body["models"]] == [m.prior for m in plan.models]
 

@@ -15,7 +15,7 @@ from horcrux import engine
 from horcrux.belief.bayes import DEFAULT_MODE, MODES, AdversaryModel
 from horcrux.echo import gate, persist, predictive
 from horcrux.echo.model import EchoMemory, Style
-from horcrux.echo.use import memory_line, memory_plan
+from horcrux.echo.use import memory_line, memory_plan, models_plan
 from horcrux.models import Pass, Relocate, Search
 from horcrux.rules import CLASSIC
 from horcrux_tools.echo.season import play, run_season
@@ -134,7 +134,7 @@ def test_against_decoy_heavy_the_gate_opens_within_a_few_games() -> None:
 
 def test_the_memory_line_says_when_the_gate_holds_memory_back() -> None:
     season = run_season("decoy-heavy", 1, seed=0, arms=("on",))
-    assert season.memory is not None and memory_plan(season.memory) is None
+    assert season.memory is not None and models_plan(season.memory) is None
     line = memory_line(season.memory)
     assert line is not None and "memory held back (gate 0.0 <= 10 nats)" in line
 

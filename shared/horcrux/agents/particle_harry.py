@@ -74,10 +74,11 @@ class ParticleHarry:
         params: PlannerParams | None = None,
         name: str = "untold",
         hedge: bool = False,
+        default: PlannerHarry | None = None,
     ) -> None:
         self.rules = rules
         self.belief = ParticleBelief(rules, prior, count)
-        self.default = PlannerHarry(rules) if hedge else None
+        self.default = default if default is not None else (PlannerHarry(rules) if hedge else None)
         """The default planner, "none of these": played while its own belief predicts
         Harry's observations better than the particles do (`odds`)."""
         self.params = params or PlannerParams()
@@ -150,6 +151,14 @@ class ParticleHarry:
         }
 
 
+def against(planner: PlannerHarry, prior: Prior, count: int = PARTICLES) -> ParticleHarry:
+    """`planner` playing against who memory says the opponent is (`prior`, from
+    `horcrux.echo.opponent`): the particles over those policies, hedged with `planner`
+    itself as "none of these" (it plays while its own map predicts Harry's observations
+    better)."""
+    return ParticleHarry(planner.rules, prior, count, name=planner.name, default=planner)
+
+
 def _whole(options: BrainOptions, text: str, default: int, what: str) -> int:
     """One part of a spec's parameter as a whole number >= 1 (`default` when empty)."""
     return int_param(replace(options, param=text or None), default, what)
@@ -194,5 +203,6 @@ __all__ = [
     "PARTICLES",
     "PRIOR_POLICIES",
     "ParticleHarry",
+    "against",
     "horcrux_information",
 ]

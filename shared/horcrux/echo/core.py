@@ -22,6 +22,7 @@ from horcrux.echo.model import (
     Correction,
     EchoMemory,
     Experience,
+    Opponent,
     Pattern,
     Quarantined,
     Skill,
@@ -242,13 +243,14 @@ def _style(
     factors: Mapping[str, float] | None,
     clock: float,
     cfg: EchoConfig,
-) -> Mapping[str, float] | None:
+) -> tuple[Mapping[str, float] | None, float | None]:
     """Fold the game's evidence into the scope's `Style`, in place: the style's factors
     and the memory gate's log-likelihood ratio of Voldemort's moves (`echo.gate`,
     recomputed from the events: the plan `memory` gave before the game against the
     default prior), or the caller's `factors` alone; and end a skill left from before
     (history: no layer reads skills). Returns the factors (None: the game has none, a
-    rebuild's case)."""
+    rebuild's case) and the log-likelihood of Voldemort's moves under the default mixture
+    (None without the events)."""
     from horcrux.echo import gate, style
     from horcrux.echo.use import full_plan, memory_plan
 
@@ -256,18 +258,20 @@ def _style(
         if isinstance(it, Skill) and it.active:
             items[i] = it.model_copy(update={"valid_to": clock})
     llr: float | None = None
+    default: float | None = None
     if events and isinstance(events[0], GameStarted):
         plan, played = full_plan(memory), memory_plan(memory)
         found = gate.game_evidence(
             events[0].rules,
             events,
             plan.models if plan is not None else None,
-            played.models if played is not None else None,
+            played.models if played is not None and played.models else None,
         )
         llr = found.llr
+        default = found.default
         factors = found.factors if factors is None else factors
     if factors is None:
-        return None
+        return None, default
     index = next((i for i, it in enumerate(items) if isinstance(it, Style)), None)
     current = items[index] if index is not None else None
     assert current is None or isinstance(current, Style)
@@ -280,7 +284,34 @@ def _style(
         items.append(new_style)
     else:
         items[index] = new_style
-    return factors
+    return factors, default
+
+
+def _opponent(
+    items: list[AnyItem],
+    events: Sequence[AnyEvent],
+    default: float,
+    clock: float,
+    cfg: EchoConfig,
+) -> None:
+    """Fold the game into the scope's `Opponent` (who the opponent is, `echo.opponent`), in
+    place: each family policy's likelihood of Voldemort's actual moves, and the default
+    mixture's (`default`) for "none of these", discounted by the decay's clock."""
+    from horcrux.agents.family_fit import fit_game
+    from horcrux.echo import opponent
+
+    first = events[0]
+    if not isinstance(first, GameStarted):
+        return
+    index = next((i for i, it in enumerate(items) if isinstance(it, Opponent)), None)
+    current = items[index] if index is not None else None
+    assert current is None or isinstance(current, Opponent)
+    discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
+    fresh = opponent.updated(current, fit_game(first.rules, events), default, clock, discount)
+    if index is None:
+        items.append(fresh)
+    else:
+        items[index] = fresh
 
 
 def _threshold_evidence(
@@ -445,7 +476,9 @@ def consolidate(
     units += extract(summary, now, cfg, events)
     others: list[AnyItem] = [it for it in items if not isinstance(it, Experience | Pattern)]
     folded, waiting, superseded, created = _fold(others, units, now, cfg, salt)
-    played = _style(memory, folded, events, factors, now, cfg)
+    played, default = _style(memory, folded, events, factors, now, cfg)
+    if default is not None and events:
+        _opponent(folded, events, default, now, cfg)
     _threshold_evidence(folded, played, cfg)
     merged: list[AnyItem] = [*folded, *waiting]
     capped = _cap(merged, now, cfg)

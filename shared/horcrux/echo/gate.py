@@ -85,10 +85,13 @@ def _normalised(models: Sequence[AdversaryModel]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class GameEvidence:
-    """One finished game's evidence: the style's factors per unit and the gate's llr."""
+    """One finished game's evidence: the style's factors per unit, the gate's llr, and
+    the log-likelihood of Voldemort's moves under the default mixture ("no memory": the
+    opponent posterior's "none of these", `echo.opponent`)."""
 
     factors: dict[str, float]
     llr: float
+    default: float = 0.0
 
 
 def game_evidence(
@@ -120,7 +123,7 @@ def game_evidence(
     llr = 0.0
     if plan is not None:
         llr = predictive.mix_loglik([(m.prior, logliks[m.name]) for m in plan]) - base
-    return GameEvidence(factors, round(llr, 6))
+    return GameEvidence(factors, round(llr, 6), round(base, 6))
 
 
 def line(score: float, margin: float = MARGIN) -> str | None:

@@ -29,6 +29,7 @@ Subject = Literal[
     "hesitate",
     "attack_near",
     "timing",
+    "opponent",
 ]
 ADVERSARY_SUBJECTS: tuple[Subject, ...] = ("relocates", "immediate", "plant_top", "plant_blind")
 """The rates that set the Bayes filter's adversary parameters."""
@@ -242,8 +243,24 @@ class Style(_Item):
     gate_last: float = 0.0
 
 
+class Opponent(_Item):
+    """Who the opponent is, across games (`echo.opponent`): the discounted log-likelihood
+    tables of Voldemort's moves under the generated family's policies (`trigger[t][o]`,
+    `destination[d][o]`, `decoys[c][o]`, on `agents.family_fit`'s grids) and under "none
+    of these" (`none`: the default's own adversary mixture), after `games` games. One per
+    scope; protected (it is rewritten every game)."""
+
+    level: Literal["opponent"] = "opponent"
+    trigger: tuple[tuple[float, ...], ...]
+    destination: tuple[tuple[float, ...], ...]
+    decoys: tuple[tuple[float, ...], ...]
+    none: float = 0.0
+    games: int = 0
+
+
 AnyItem = Annotated[
-    Experience | Pattern | Belief | Skill | Correction | Style, Field(discriminator="level")
+    Experience | Pattern | Belief | Skill | Correction | Style | Opponent,
+    Field(discriminator="level"),
 ]
 
 
@@ -296,10 +313,13 @@ class EchoMemory(_Frozen):
     def style(self) -> Style | None:
         return next((i for i in self.items if isinstance(i, Style)), None)
 
+    def opponent_fit(self) -> Opponent | None:
+        return next((i for i in self.items if isinstance(i, Opponent)), None)
+
 
 def protected(item: AnyItem) -> bool:
     """Corrections, skills, frozen beliefs and superseded history survive every compaction."""
-    if isinstance(item, Correction | Skill | Style):
+    if isinstance(item, Correction | Skill | Style | Opponent):
         return True
     if isinstance(item, Belief):
         return item.frozen or not item.active or item.source == "correction"

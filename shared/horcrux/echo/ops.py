@@ -38,6 +38,7 @@ from horcrux.echo.model import (
     Belief,
     Correction,
     EchoMemory,
+    Opponent,
     Skill,
     Style,
     Subject,
@@ -184,6 +185,11 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             posterior={u: round(p, 4) for u, p in sorted(q.items(), key=lambda kv: -kv[1])},
             thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
         )
+    elif isinstance(item, Opponent):
+        from horcrux.echo import opponent
+
+        found = opponent.summary(item)
+        view.update(text=found.pop("sentence"), **found)
     elif isinstance(item, Correction):
         view.update(
             kind=item.kind,

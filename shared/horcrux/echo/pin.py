@@ -7,7 +7,10 @@ without reading the memory item again (docs/ECHO.md). This module is the pin's o
 
 Version 2 (`{"v": 2, "models": [...], "params": {...}, "line": ...}`) holds the whole model
 set with its priors and the knobs (`MemoryAdopter.adopt_memory`); a pin without `v` (from
-before) holds learned models only, joined by a `ModelAdopter` (`adopt_models`).
+before) holds learned models only, joined by a `ModelAdopter` (`adopt_models`). Its
+optional `"opponent"` is who memory says the opponent is (`echo.opponent.plan_prior`):
+each behaviour as its cell on the family's grids and its weight, `[t, o, d, c, w]`
+(compact: the pin rides in the game's snapshot item, kept under 1 KB).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from horcrux.agents.contract import MemoryAdopter, ModelAdopter
 
 if TYPE_CHECKING:  # the Bayes tables bring numpy: imported where a pin is decoded
+    from horcrux.agents.particles import Prior
     from horcrux.belief.bayes import AdversaryModel
     from horcrux.echo.use import MemoryPlan
 
@@ -33,18 +37,26 @@ class MemoryPin:
     params: dict[str, Any] = field(default_factory=dict)
     line: str | None = None
     version: int | None = None
+    opponent: Prior | None = None
 
 
 def encode_pin(plan: MemoryPlan | None, line: str | None) -> bytes | None:
     """The pin of what memory decided (`memory_plan`, `memory_line`); None if nothing."""
     if plan is None and line is None:
         return None
-    body = {
+    body: dict[str, Any] = {
         "v": PIN_VERSION,
-        "models": [asdict(m) for m in plan.models] if plan else None,
+        "models": [asdict(m) for m in plan.models] if plan and plan.models else None,
         "params": plan.params if plan else {},
         "line": line,
     }
+    if plan is not None and plan.opponent is not None:
+        from horcrux.agents.family_fit import cell_of
+
+        body["opponent"] = [
+            [*cell_of(p), w]
+            for p, w in zip(plan.opponent.policies, plan.opponent.weights, strict=True)
+        ]
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -64,7 +76,28 @@ def decode_pin(pin: bytes) -> MemoryPin:
         params=dict(body.get("params") or {}),
         line=str(line) if line else None,
         version=body.get("v"),
+        opponent=_opponent(body.get("opponent")),
     )
+
+
+def _opponent(cells: Any) -> Prior | None:
+    """The pinned opponent prior (None: none pinned); a malformed one is a ValueError or a
+    TypeError."""
+    if cells is None:
+        return None
+    from horcrux.agents.family_fit import params_of
+    from horcrux.agents.particles import Prior
+
+    if not isinstance(cells, list) or not cells:
+        raise TypeError("a pin's opponent is a non-empty list of [t, o, d, c, weight]")
+    policies, weights = [], []
+    for cell in cells:
+        t, o, d, c, w = cell
+        policies.append(params_of(int(t), int(o), int(d), int(c)))
+        weights.append(float(w))
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError("a pin's opponent weights are >= 0 and not all 0")
+    return Prior(f"memory:{len(cells)}", tuple(policies), tuple(weights))
 
 
 def adopt_pin(brain: object, pin: bytes) -> MemoryPin:

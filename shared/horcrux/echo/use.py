@@ -36,6 +36,7 @@ from horcrux.echo.model import (
 from horcrux.echo.recall import recall
 
 if TYPE_CHECKING:  # numpy comes with the belief map: imported where models are built
+    from horcrux.agents.particles import Prior
     from horcrux.belief.bayes import AdversaryModel
 
 TRIGGER_FLOOR = 0.1
@@ -112,6 +113,7 @@ class Layers:
     style: bool = True
     corrections: bool = True
     gate: bool = True
+    opponent: bool = True
 
 
 ALL_LAYERS = Layers()
@@ -119,10 +121,14 @@ ALL_LAYERS = Layers()
 
 @dataclass(frozen=True)
 class MemoryPlan:
-    """One game's planner: its filter's whole model set (with priors) and knob overrides."""
+    """One game's planner: its filter's whole model set (with priors; () for the
+    default's) and knob overrides, and `opponent`, who memory says the opponent is
+    (`echo.opponent.plan_prior`: the family's policies Harry plays against, None while
+    "none of these" is as likely)."""
 
     models: tuple[AdversaryModel, ...]
     params: dict[str, float] = field(default_factory=dict)
+    opponent: Prior | None = None
 
 
 def joined_models(
@@ -158,6 +164,21 @@ def joined_models(
 
 def memory_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryPlan | None:
     """What the planner plays with from this memory (None: nothing learned or the gate
+    closed, its defaults): `models_plan` and who the opponent is (`echo.opponent`: its
+    own gate, "none of these" against the family's policies)."""
+    plan = models_plan(memory, layers)
+    if memory is None or not layers.opponent:
+        return plan
+    from horcrux.echo.opponent import plan_prior
+
+    prior = plan_prior(memory.opponent_fit())
+    if prior is None:
+        return plan
+    return replace(plan or MemoryPlan(()), opponent=prior)
+
+
+def models_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryPlan | None:
+    """The planner's models and knobs from this memory (None: nothing learned or the gate
     closed, its defaults): `full_plan` through the memory gate (`echo.gate`: the plan's
     prior mixed with the default's by w(S)), the operator's preferences outside it."""
     from horcrux.echo import gate
@@ -233,9 +254,12 @@ def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> 
         from horcrux.echo import gate
 
         held = gate.line(found.gate)
-    if not picked and held is None:
+    from horcrux.echo.opponent import line as opponent_line
+
+    who = opponent_line(memory.opponent_fit())
+    if not picked and held is None and who is None:
         return None
-    parts = [] if held is None else [held]
+    parts = [p for p in (held, who) if p is not None]
     for r in picked:
         text = r.item.text
         if isinstance(r.item, Belief):

@@ -170,6 +170,24 @@ def apply_memory(
     return read
 
 
+def against_opponent(brain: Brain, read: MemoryRead) -> Brain:
+    """The memory planner playing against who memory says the opponent is, if the pin
+    names him (`horcrux.agents.particle_harry.against`; `echo.opponent`); else `brain`."""
+    if read.pin is None or read.status == PIN_UNREADABLE:
+        return brain
+    planner = memory_planner(brain)
+    if planner is None or planner is not brain:  # the gated brain keeps its own planner
+        return brain
+    from horcrux.echo.pin import decode_pin
+
+    prior = decode_pin(read.pin).opponent
+    if prior is None:
+        return brain
+    from horcrux.agents.particle_harry import against
+
+    return against(planner, prior)
+
+
 def copy_memory(snapshot: GameSnapshot, brain: object, counts: Counter[str]) -> str | None:
     """A Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`: an
     `MemoryAdopter`) gets the memory pinned for this game's Harry: it comes from
@@ -217,6 +235,7 @@ def make_brain(
     read = MemoryRead()
     if seat == "harry":
         read = apply_memory(store, snapshot, brain, counts)
+        brain = against_opponent(brain, read)
     else:
         read = MemoryRead(status=copy_memory(snapshot, brain, counts))
     data = snapshot.beliefs.get(seat)
@@ -383,6 +402,7 @@ __all__ = [
     "PIN_UNREADABLE",
     "MadeBrain",
     "MemoryRead",
+    "against_opponent",
     "apply_memory",
     "belief_of",
     "copy_memory",

@@ -32,8 +32,10 @@ from typing import Any
 from horcrux import play as loop
 from horcrux.agents import VOLDEMORT_BRAINS
 from horcrux.agents.contract import MemoryAdopter
+from horcrux.agents.particle_harry import ParticleHarry, against
 from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
+from horcrux.echo import opponent as who
 from horcrux.echo import style
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
@@ -58,7 +60,7 @@ from horcrux.views import harry_view
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
-ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay", "no-gate")
+ABLATION_ARMS = ("no-style", "no-beliefs", "no-decay", "no-gate", "no-opponent")
 ARMS = BASE_ARMS + ABLATION_ARMS
 CORRECTED = "corrected"
 KNOWN_ARMS = (*ARMS, CORRECTED)
@@ -68,6 +70,7 @@ LAYERS_OF: dict[str, Layers] = {
     "no-beliefs": replace(ALL_LAYERS, beliefs=False),
     "no-decay": ALL_LAYERS,
     "no-gate": replace(ALL_LAYERS, gate=False),
+    "no-opponent": replace(ALL_LAYERS, opponent=False),
     CORRECTED: ALL_LAYERS,
 }
 
@@ -83,16 +86,23 @@ class Played:
     from the likelihood of Voldemort's moves, computed by `consolidate`)."""
 
 
-def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[PlannerHarry, Any]:
-    """One game's brains: the planner with the memory's plan (if any), and Voldemort. A
+def brains(
+    rules: RuleSet, voldemort: str, plan: MemoryPlan | None
+) -> tuple[PlannerHarry | ParticleHarry, Any]:
+    """One game's brains: the planner with the memory's plan (if any; against who memory
+    says the opponent is when it names him, as the service plays it), and Voldemort. A
     Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`) gets the plan for his
     copy too: the memory comes from past games he saw whole, by code he has read."""
     harry = PlannerHarry(rules)
     vold = VOLDEMORT_BRAINS.create(voldemort, rules)
-    if plan is not None:
+    if plan is None:
+        return harry, vold
+    if plan.models:
         harry.adopt_memory(plan.models, plan.params)
         if isinstance(vold, MemoryAdopter):
             vold.adopt_memory(plan.models, plan.params)
+    if plan.opponent is not None:
+        return against(harry, plan.opponent), vold
     return harry, vold
 
 
@@ -123,8 +133,10 @@ def play(
         "voldemort": SeatInfo(kind="ai", brain=voldemort),
     }
     summary = summarise_game(events, game_id=game_id, seats=seats, belief_history=history)
-    harry.sync(harry_view(state))  # the game's last turn too (what a replay folds in)
-    factors = style.bayes_factors(harry.belief.models, harry.belief.model_weights().tolist())
+    planner = harry.default if isinstance(harry, ParticleHarry) else harry
+    assert planner is not None
+    planner.sync(harry_view(state))  # the game's last turn too (what a replay folds in)
+    factors = style.bayes_factors(planner.belief.models, planner.belief.model_weights().tolist())
     return Played(summary, events, factors)
 
 
@@ -197,6 +209,12 @@ class Season:
     """The `on` arm's memory gate score S (`echo.gate`) after each game."""
     planned: list[bool] = field(default_factory=list)
     """Whether the `on` arm's planner played a plan (not its defaults), game by game."""
+    against: list[bool] = field(default_factory=list)
+    """Whether the `on` arm played against who memory says the opponent is, game by game."""
+    none: list[float] = field(default_factory=list)
+    """The `on` arm's P("none of these") after each game (`echo.opponent`)."""
+    identified: list[str] = field(default_factory=list)
+    """The `on` arm's likeliest family policy after each game (`FamilyParams.describe`)."""
     memory: EchoMemory | None = None
     """The `on` arm's memory at the end."""
 
@@ -245,6 +263,9 @@ class Season:
             "thresholds_last": self.thresholds[-1] if self.thresholds else {},
             "gates": self.gates,
             "planned": self.planned,
+            "against": self.against,
+            "none": self.none,
+            "identified": self.identified,
             "wins": self.wins,
         }
         if "on" in self.wins and "off" in self.wins:
@@ -304,6 +325,7 @@ def run_season(
             plan = arm.plan()
             if name == "on":
                 season.planned.append(plan is not None)
+                season.against.append(plan is not None and plan.opponent is not None)
             played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}")
             season.wins[name].append(int(played.summary.winner == "harry"))
             arm.learn(played)
@@ -318,6 +340,10 @@ def run_season(
             season.thresholds.append(thresholds_of(memory))
             found = memory.style()
             season.gates.append(found.gate if found is not None else 0.0)
+            fit = memory.opponent_fit()
+            if fit is not None:
+                season.none.append(round(who.p_none(fit), 4))
+                season.identified.append(who.behaviours(fit, 1)[0][0].describe())
         if progress is not None:
             progress(g)
     return season

@@ -1,0 +1,378 @@
+"""Who the opponent is, across games: a posterior over the generated family's policies,
+and "none of these" (pure).
+
+Each finished game gives, per family policy, the log-likelihood of Voldemort's actual
+moves (`horcrux.agents.family_fit.GameFit`: three tables over the policy's dimensions,
+exact on grids that hold every value the family draws), and, for "none of these", their
+log-likelihood under the default planner's own adversary mixture (the gate's "no memory"
+hypothesis, `echo.predictive`). Across games each table is a discounted sum,
+
+    score <- DISCOUNT * score + max(game's log-likelihood, its table's best - CLIP)
+
+(DISCOUNT the decay's evidence discount: 0.9 a game by default; CLIP 10 nats a table: one
+game cannot rule a policy out for good), so that a changed opponent is followed within a
+few games, and the posterior is
+
+    P(policy) ∝ P0(policy) exp(T[t, o] + D[d, o] + C[c, o]),
+    P(none) = NONE_PRIOR e^N / (NONE_PRIOR e^N + (1 - NONE_PRIOR) Z),
+
+P0 the family's own distribution, N the discounted score of "none of these" and Z the
+family's marginal likelihood sum_policy P0 exp(...). A person playing Voldemort is in no
+family: his moves cost every policy alike (each move a policy calls impossible costs its
+EPS floor), the default's mixture predicts them better, and "none of these" wins.
+
+`plan_prior` is what memory plays: while P(none) is below `PLAY_BELOW`, the `TOP`
+likeliest distinct behaviours (policies that differ only in a dimension their moves never
+read are one behaviour) as the particle Harry's `Prior`, weighted by the posterior; else
+None, and the game is played by the default. Every choice over computed floats goes
+through `horcrux.belief.ties` or compares exact values (the tables are Python-float sums
+in the game's order, the same on every machine).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from horcrux.agents.family import FamilyParams
+from horcrux.agents.family_fit import (
+    DECOY_CELLS,
+    DESTINATION_CELLS,
+    OBSERVER_CELLS,
+    TRIGGER_CELLS,
+    GameFit,
+    cell_of,
+    decoy_prior,
+    destination_prior,
+    member_shares,
+    observer_prior,
+    params_of,
+    trigger_prior,
+)
+from horcrux.agents.particles import Prior
+from horcrux.belief import ties
+from horcrux.echo.model import Opponent, item_id
+
+NONE_PRIOR = 0.5
+"""The prior probability that the opponent is none of the family's policies."""
+DISCOUNT = 0.9
+"""Each past game's weight a game later (the style's decay)."""
+PLAY_BELOW = 0.5
+"""Memory plays the family posterior while P(none) is below this."""
+TOP = 16
+"""How many distinct behaviours the played prior holds."""
+MIN_WEIGHT = 1e-4
+"""A behaviour below this weight is left out of the played prior."""
+GRAIN = 1e-6
+"""Log-posteriors are ranked at this grain (then by cell index): a ranking that never
+hangs on a last bit."""
+
+Grid = NDArray[np.float64]
+
+
+@cache
+def log_prior() -> Grid:
+    """log P0 over the family's cells (trigger, observer, destination, decoys): the
+    generated members' product of marginals, plus reference and passive on their
+    equivalent cells."""
+    shares = member_shares()
+    t = np.array([trigger_prior(c) for c in TRIGGER_CELLS])
+    o = np.array([observer_prior(c) for c in OBSERVER_CELLS])
+    dest = np.array([destination_prior(name) for name in DESTINATION_CELLS])
+    c = np.array([decoy_prior(cell) for cell in DECOY_CELLS])
+    p = shares["generated"] * (
+        t[:, None, None, None]
+        * o[None, :, None, None]
+        * dest[None, None, :, None]
+        * c[None, None, None, :]
+    )
+    positive0 = TRIGGER_CELLS.index(TRIGGER_CELLS[0])
+    never = len(TRIGGER_CELLS) - 1
+    uniform = DESTINATION_CELLS.index("uniform")
+    evidence_early = next(
+        i
+        for i, cell in enumerate(DECOY_CELLS)
+        if (cell.decoys, cell.timing) == ("evidence-top", "early")
+    )
+    p[positive0, :, uniform, evidence_early] += shares["reference"] * o
+    p[never, :, :, len(DECOY_CELLS) - 1] += shares["passive"] * o[:, None] * dest[None, :]
+    out: Grid = np.log(p)
+    return out
+
+
+CLIP = 10.0
+"""One game moves each table's entry at most this many nats below that table's best of the
+game: a policy one game all but rules out is strongly, but boundedly, disfavoured, so an
+odd game (or an opponent who changed) is outweighed within a few games (the style's
+`FACTOR_MIN`, robust evidence)."""
+ROUND = 6
+"""Stored scores are rounded to this many decimals (a compact item, the same read back)."""
+
+Table = tuple[tuple[float, ...], ...]
+
+
+def _zeros(rows: int) -> Table:
+    return tuple((0.0,) * len(OBSERVER_CELLS) for _ in range(rows))
+
+
+def _fold(old: Table, new: Table, discount: float) -> Table:
+    """`discount * old + new`, each of the game's entries clipped below at its table's best
+    minus CLIP (robust evidence)."""
+    floor = max(max(row) for row in new) - CLIP
+    return tuple(
+        tuple(round(discount * a + max(b, floor), ROUND) for a, b in zip(ra, rb, strict=True))
+        for ra, rb in zip(old, new, strict=True)
+    )
+
+
+def updated(
+    current: Opponent | None,
+    fit: GameFit,
+    none_loglik: float,
+    clock: float,
+    discount: float = DISCOUNT,
+) -> Opponent:
+    """The scope's `Opponent` after one more game (`current` None: the first)."""
+    base = current or Opponent(
+        id=item_id("opponent"),
+        subject="opponent",
+        text="",
+        created=clock,
+        last_access=clock,
+        life=1e9,
+        trigger=_zeros(len(TRIGGER_CELLS)),
+        destination=_zeros(len(DESTINATION_CELLS)),
+        decoys=_zeros(len(DECOY_CELLS)),
+    )
+    return base.model_copy(
+        update={
+            "trigger": _fold(base.trigger, fit.trigger, discount),
+            "destination": _fold(base.destination, fit.destination, discount),
+            "decoys": _fold(base.decoys, fit.decoys, discount),
+            "none": round(discount * base.none + none_loglik, ROUND),
+            "games": base.games + 1,
+            "last_access": clock,
+        }
+    )
+
+
+def log_joint(item: Opponent) -> Grid:
+    """log P0(policy) + its score, over the cells."""
+    t = np.array(item.trigger)
+    d = np.array(item.destination)
+    c = np.array(item.decoys)
+    out: Grid = log_prior() + t[:, :, None, None] + d.T[None, :, :, None] + c.T[None, :, None, :]
+    return out
+
+
+def p_none(item: Opponent) -> float:
+    """The posterior probability of "none of these"."""
+    joint = log_joint(item)
+    top = float(joint.max())
+    log_z = top + math.log(float(np.exp(joint - top).sum()))
+    a = math.log(NONE_PRIOR) + item.none
+    b = math.log(1.0 - NONE_PRIOR) + log_z
+    hi = max(a, b)
+    return math.exp(a - hi) / (math.exp(a - hi) + math.exp(b - hi))
+
+
+def behaviours(item: Opponent, n: int = TOP) -> list[tuple[FamilyParams, float]]:
+    """The `n` likeliest distinct behaviours and their posterior weights within the
+    family (best first; a behaviour's weight sums its cells among the first ones read)."""
+    joint = log_joint(item)
+    top = float(joint.max())
+    w = np.exp(joint - top)
+    w /= float(w.sum())
+    grained = np.round((joint - top) / GRAIN).ravel()
+    order = np.lexsort((np.arange(grained.size), -grained))
+    seen: dict[FamilyParams, float] = {}
+    flat = w.ravel()
+    for index in order[: 50 * n].tolist():
+        cell = np.unravel_index(index, joint.shape)
+        key = canonical(params_of(*(int(x) for x in cell)))
+        if key not in seen and len(seen) >= n:
+            continue
+        seen[key] = seen.get(key, 0.0) + float(flat[index])
+    return list(seen.items())
+
+
+def plan_prior(item: Opponent | None, n: int = TOP) -> Prior | None:
+    """The prior memory plays (module doc), or None: the default plays."""
+    if item is None or item.games == 0 or not ties.below(p_none(item), PLAY_BELOW):
+        return None
+    found = behaviours(item, n)
+    kept = [(p, round(w, 6)) for p, w in found if w >= MIN_WEIGHT] or found[:1]
+    return Prior(
+        f"memory:{item.games}",
+        tuple(p for p, _ in kept),
+        tuple(w for _, w in kept),
+    )
+
+
+def classes(item: Opponent, n: int = 3) -> list[tuple[FamilyParams, float]]:
+    """The `n` likeliest classes of behaviour (a behaviour without its trigger's
+    parameter: the threshold, the gain or the delay), each with its weight in the family
+    and, as its parameter, the weighted mean of its behaviours' (best first)."""
+    groups: dict[FamilyParams, list[tuple[FamilyParams, float]]] = {}
+    for p, w in behaviours(item, 4 * TOP):
+        key = replace(p, delay=0, threshold=0.0, gain=0.0)
+        groups.setdefault(key, []).append((p, w))
+    out: list[tuple[FamilyParams, float]] = []
+    for key, members in groups.items():
+        total = sum(w for _, w in members)
+        mean = replace(
+            key,
+            delay=round(sum(p.delay * w for p, w in members) / total) if total else 0,
+            threshold=sum(p.threshold * w for p, w in members) / total if total else 0.0,
+            gain=sum(p.gain * w for p, w in members) / total if total else 0.0,
+        )
+        out.append((mean, total))
+    return out[:n]
+
+
+def canonical(params: FamilyParams) -> FamilyParams:
+    """The policy as its grid cell (`params_of(cell_of(...))`: a named member as its family
+    equivalent, every field its trigger, observer and decoys do not use at the first
+    value), with the observer at the first cell too when neither the trigger, the
+    destination nor the decoys read its map: policies that play alike are one."""
+    out = params_of(*cell_of(params))
+    reads = (
+        out.trigger in ("threshold", "predicted", "hazard")
+        or out.destination == "least-likely"
+        or out.decoys == "observer-top"
+    )
+    return out if reads else params_of(*cell_of(replace(out, observer="tally", window=4)))
+
+
+def describe(params: FamilyParams) -> str:
+    """One policy in a player's words."""
+    reader = {
+        "tally": "a count of your recent searches",
+        "bayes-static": "a map of your evidence that assumes nothing moves",
+        "bayes-moving": "a map of your evidence that allows for his own moves",
+        "heuristic": "a simple tally of your positives",
+        "copy": "a copy of your own play",
+    }[params.observer]
+    if params.trigger == "positive":
+        when = (
+            "relocates a Horcrux right after you find it"
+            if params.delay == 0
+            else f"relocates a Horcrux {params.delay} turns after you find it"
+        )
+    elif params.trigger == "threshold":
+        when = f"relocates when {reader} puts your confidence at about {params.threshold:.2f}"
+    elif params.trigger == "predicted":
+        when = f"relocates the Horcrux {reader} says you attack next"
+    elif params.trigger == "hazard":
+        when = f"relocates more often the surer {reader} says you are ({params.gain:.2f})"
+    else:
+        when = "never relocates"
+    where = {
+        "uniform": "anywhere free",
+        "least-likely": "where you least expect it",
+        "far": "where you looked longest ago",
+    }[params.destination]
+    where_decoys = {
+        "observer-top": f"where {reader} says you expect a Horcrux",
+        "evidence-top": "where your searches point",
+        "blind-early": "where your evidence is strongest",
+    }
+    when_decoys = {
+        "early": "from the start",
+        "spread": "spread over the game",
+        "late": "from turn 25",
+    }
+    decoys = (
+        "plants no decoys"
+        if params.decoys == "never"
+        else f"plants decoys {where_decoys[params.decoys]}, {when_decoys[params.timing]}"
+    )
+    if params.trigger == "never":
+        return f"{when}; {decoys}"
+    return f"{when}, to {where}; {decoys}"
+
+
+__all__ = [
+    "DISCOUNT",
+    "NONE_PRIOR",
+    "PLAY_BELOW",
+    "TOP",
+    "behaviours",
+    "canonical",
+    "describe",
+    "line",
+    "log_joint",
+    "log_prior",
+    "p_none",
+    "plan_prior",
+    "short",
+    "summary",
+    "updated",
+]
+
+
+def summary(item: Opponent, n: int = 3) -> dict[str, object]:
+    """What memory knows of who the opponent is, for the operator's and the player's
+    views: P(none of these), whether memory plays it (and why not), the `n` likeliest
+    behaviours in words with their posterior probability (the family's share times the
+    behaviour's weight in it) and the games they rest on, and one sentence of it."""
+    none = p_none(item)
+    found = classes(item, n)
+    plays = item.games > 0 and ties.below(none, PLAY_BELOW)
+    hypotheses = [
+        {"words": describe(p), "policy": p.describe(), "p": round((1.0 - none) * w, 4)}
+        for p, w in found
+    ]
+    if item.games == 0:
+        why = "no game yet"
+    elif plays:
+        why = (
+            "plays it: the family's policies explain his moves better than the default "
+            f"(none of these: p {none:.2f})"
+        )
+    else:
+        why = (
+            "held back: no policy of the family explains his moves better than the "
+            f"default (none of these: p {none:.2f})"
+        )
+    best = hypotheses[0] if hypotheses else None
+    games = f"{item.games} game" + ("" if item.games == 1 else "s")
+    if best is not None and plays:
+        text = f"he {best['words']}: p {best['p']:.2f} over {games}"
+    else:
+        text = f"he plays like none of the family I know: p {none:.2f} over {games}"
+    return {
+        "games": item.games,
+        "none": round(none, 4),
+        "plays": plays,
+        "why": why,
+        "hypotheses": hypotheses,
+        "sentence": text,
+    }
+
+
+def short(params: FamilyParams) -> str:
+    """What the policy does about the Horcruxes, in a few words (the memory line's)."""
+    if params.trigger == "positive":
+        after = "right" if params.delay == 0 else f"{params.delay} turns"
+        return f"moves a Horcrux {after} after you find it"
+    if params.trigger == "threshold":
+        return f"moves a Horcrux once you look about {params.threshold:.2f} sure of it"
+    if params.trigger == "predicted":
+        return "moves the Horcrux you are about to attack"
+    if params.trigger == "hazard":
+        return "moves Horcruxes the surer you look"
+    return "never moves a Horcrux"
+
+
+def line(item: Opponent | None) -> str | None:
+    """The memory line's part (L1, a few words): who he is, while memory plays it."""
+    if item is None or item.games == 0 or not ties.below(p_none(item), PLAY_BELOW):
+        return None
+    best, weight = classes(item, 1)[0]
+    p = (1.0 - p_none(item)) * weight
+    return f"he {short(best)} (p={p:.2f}, {item.games} games)"
