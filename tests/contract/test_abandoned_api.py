@@ -2,23 +2,31 @@
 same clock moved by the test): a running game nobody has moved in for 30 minutes says
 `abandoned` in `GET /games/{id}`, leaves `GET /games?status=active` for
 `?status=abandoned`, and a seated player's move makes it active again; a move is still one
-read and one transaction, and the lobby key of a game moves at most once per 5 minutes."""
+read and one transaction, and the lobby key of a game moves at most once per 5 minutes.
+The terminal client resuming an abandoned game says so in the players' words, and plays."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import FakeContext, api_event
+from api_fixtures import FakeContext, Reply, api_event
 from conftest import Clock, set_aws_env
 from moto import mock_aws
+from test_preconditions import through_handler
 
 from horcrux.api.app import build_app
+from horcrux.api.idempotency import IdempotentMoves
+from horcrux.api.idempotency_memory import MemoryPersistenceLayer
 from horcrux.service import GameService
 from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
 from horcrux.store import DynamoDbStore, MemoryStore, mapping
+from horcrux.web.words import left_sentence
+from horcrux_tools.local.client import HorcruxClient
+from horcrux_tools.local.play import Session
 
 TWO_PEOPLE = {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}
 SEARCH = {"type": "search", "location": "hogwarts"}
@@ -31,12 +39,33 @@ class Api:
 
     def __init__(self, store: MemoryStore | DynamoDbStore, clock: Clock) -> None:
         self.store, self.clock = store, clock
-        self.app = build_app(GameService(store, clock=clock))
+        layer = MemoryPersistenceLayer()  # the terminal client sends an Idempotency-Key
+        self.app = build_app(
+            GameService(store, clock=clock), idempotency=IdempotentMoves(lambda: layer)
+        )
 
     def call(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
         response = self.app.resolve(api_event(method, path, **kw), FakeContext())
         raw = response.get("body") or ""
         return response["statusCode"], json.loads(raw) if raw else None
+
+    def reply(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Reply:
+        """The answer as `api_fixtures.ApiClient.call` gives it (`through_handler`'s)."""
+        event = api_event(method, path, body=body, token=token, headers=headers, query=query)
+        response = self.app.resolve(event, FakeContext())
+        raw = response.get("body") or ""
+        return Reply(
+            response["statusCode"], json.loads(raw) if raw else None, response["headers"], raw
+        )
 
     def game(self, name: str = "Ginny", other: str = "Tom") -> dict[str, str]:
         """A game of two people, both seated, Harry to move: its id and both tokens."""
@@ -167,3 +196,25 @@ def test_a_move_is_one_read_and_one_transaction_and_moves_the_lobby_key_once_per
     assert changes == [5, 10, 15, 20]
     assert keys[0] == f"{1_700_000_000_000:015d}#{game['id']}"  # the creation's, until then
     assert keys[-1] == f"{1_700_001_200_000:015d}#{game['id']}"
+
+
+def test_the_terminal_resuming_an_abandoned_game_says_so_and_its_move_revives_it(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Transport:  # `through_handler` calls `call`: this resolver's replies
+        call = staticmethod(api.reply)
+
+    through_handler(monkeypatch, Transport())  # type: ignore[arg-type]
+    game = api.game()
+    assert api.move(game, "harry")[0] == 200
+    api.clock.now += 3600
+    client = HorcruxClient("http://api.test")
+    out = io.StringIO()
+    resumed = Session(client, game["id"], game["voldemort"], "voldemort", out=out)
+    resumed.inp = io.StringIO("quit\n")
+    assert resumed.run() == 0
+    said = out.getvalue()
+    assert left_sentence("player") in said and "30 minutes" in said, said
+    assert "abandoned" not in said  # the API's word, not the players'
+    assert resumed._command("pass") is True, out.getvalue()[len(said) :]
+    assert api.status(game) == "active" and api.listed("active") == [game["id"]]
