@@ -47,6 +47,18 @@ DEFAULT_RESULTS_KEEP = 20
 DEFAULT_IDEMPOTENCY_TABLE = "horcrux-idempotency"
 DEFAULT_METRICS_NAMESPACE = "HorcruxHunt"
 
+ABANDONED_AFTER_S = 30 * 60
+"""A running game nobody has moved in for this long (30 minutes) is `abandoned`: it leaves
+the games being played (`GET /games?status=active`) and `GET /games/{id}` says so, until a
+seated player's move (a person's or an AI's) revives it. Fixed, not an environment
+setting: the page and the docs state it."""
+HEARTBEAT_S = 5 * 60
+"""A move refreshes the game's heartbeat (`GameSnapshot.active_at`) only when it is at least
+this old (5 minutes), so the lobby index moves at most once per this-many seconds of play,
+never once per turn. A game is called abandoned when its heartbeat is
+`ABANDONED_AFTER_S + HEARTBEAT_S` old: its last move was then between 30 and 35 minutes
+ago, never less."""
+
 
 TIERS: tuple[Tier, ...] = get_args(Tier)
 Measure = Literal["min-entropy", "shannon"]

@@ -1251,3 +1251,90 @@ def test_what_the_ai_remembers_is_shown_and_forgotten_after_a_confirmation(
     _shot(page, "words-forgotten")
     assert errors == []
     context.close()
+
+
+# ---------------------------------------------------------------- 17. an abandoned game
+def _age(served: Served, game_id: str, idle_s: int) -> None:
+    """Make the game's last move `idle_s` old, as if the clock had moved on: its heartbeat
+    set back through a store on the server's own database (the server's clock is the
+    wall's; the test never sleeps for 35 minutes)."""
+    import boto3
+
+    from horcrux.store import DynamoDbStore, DynamoSettings
+
+    endpoint = served.server.dynamodb
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    settings = DynamoSettings(
+        events_table="horcrux-events",
+        games_table="horcrux-games",
+        endpoint_url=endpoint,
+        region="eu-west-1",
+    )
+    store = DynamoDbStore(settings, client=client)
+    snap = store.load(game_id)
+    aged = snap.model_copy(
+        update={"active_at": int(time.time()) - idle_s, "version": snap.version + 1}
+    )
+    store.repair_snapshot(snap.version, aged)
+
+
+def test_an_abandoned_game_leaves_being_played_and_a_move_brings_it_back(
+    served: Served, browser: Browser
+) -> None:
+    """Two games of two people: one goes on, nobody moves in the other for 40 minutes. The
+    lobby's "Being played" lists only the first and says the rule; the left game's page
+    says so to a spectator and to the seat to move (which may still play); that seat's
+    move makes it active again and back in the lobby."""
+    people = ({"kind": "human"}, {"kind": "human"})
+    games = []
+    for _ in range(2):
+        made = served.client.create_game(*people, rules="standard", seed=SEED)
+        joined = served.client.join(made["game_id"], "voldemort")
+        served.client.move(
+            made["game_id"], made["token"], {"type": "search", "location": "hogwarts"}
+        )
+        games.append((made["game_id"], joined["token"]))
+    (left, left_token), (played, _) = games
+    _age(served, left, 40 * 60)
+    assert served.client.game(left)["status"] == "abandoned"
+    assert served.client.game(played)["status"] == "active"
+    errors: list[str] = []
+    context = _context(browser)
+    page = _page(context, errors)
+    page.goto(served.url + "/")
+    active = page.get_by_test_id("active-games")
+    expect(active.locator(f"[data-game='{played}']")).to_be_visible()
+    expect(active.locator(f"[data-game='{left}']")).to_have_count(0)
+    expect(page.get_by_test_id("left-rule")).to_have_text(
+        "A game nobody has moved in for 30 minutes leaves this list; "
+        "it is back when one of its players moves."
+    )
+    page.mouse.move(0, 0)
+    _shot(page, "abandoned")
+    # a spectator of the left game is told why it is not listed
+    page.goto(served.url + f"/#/game/{left}")
+    expect(page.get_by_test_id("left-note")).to_contain_text(
+        "the players seem to have left this game"
+    )
+    expect(page.get_by_test_id("left")).to_have_text("left: nobody has moved for 30 minutes")
+    # the seat to move (Voldemort) may still play it: its controls are there
+    seats = {left: {"seat": "voldemort", "token": left_token, "name": ""}}
+    page.evaluate(f"localStorage.setItem('horcrux.seats.v1', {json.dumps(json.dumps(seats))})")
+    page.goto(served.url + "/#/")
+    page.goto(served.url + f"/#/game/{left}")
+    expect(page.get_by_test_id("left-note")).to_contain_text("It is still yours: make your move")
+    expect(page.get_by_test_id("actions")).to_be_visible()
+    _shot(page, "abandoned-seat")
+    served.client.move(left, left_token, {"type": "pass"})
+    assert served.client.game(left)["status"] == "active"
+    page.goto(served.url + "/")  # the lobby polls; the server's copy of a page lives 1 s
+    back = page.get_by_test_id("active-games").locator(f"[data-game='{left}']")
+    expect(back).to_be_visible(timeout=UI_MS)
+    assert errors == []
+    context.close()

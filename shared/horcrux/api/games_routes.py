@@ -117,13 +117,24 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
 
     @router.get(
         "/games",
-        summary="the lobby (open games with a free human seat) or the game history",
-        responses={200: {"description": "a page of games, oldest first"}, **ERRORS},
+        summary="the lobby (open games with a free human seat), the games being played, "
+        "the abandoned ones or the game history",
+        responses={
+            200: {
+                "description": "a page of games, oldest first (active and abandoned: by "
+                "their last activity)"
+            },
+            **ERRORS,
+        },
         tags=["games"],
     )
     def lobby(
         status: Annotated[
-            LobbyStatus, Query(description="open (default), active or over")
+            LobbyStatus,
+            Query(
+                description="open (default), active (being played), abandoned (no move "
+                "for 30 minutes) or over"
+            ),
         ] = "open",
         limit: Annotated[int, DIGITS, Query(ge=1, le=100)] = 20,
         cursor: Annotated[

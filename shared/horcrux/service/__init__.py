@@ -113,14 +113,13 @@ class GameService:
         """One read of the snapshot and the caller's seat (NotFound, Unauthorized)."""
         return projection.authenticate(self.store, game_id, token)
 
-    @staticmethod
-    def game_payload(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
-        """The game as `seat` (None: a spectator) sees it."""
-        return projection.game_view(snapshot, seat)
+    def game_payload(self, snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
+        """The game as `seat` (None: a spectator) sees it now (`self.clock`)."""
+        return projection.game_view(snapshot, seat, now=self.clock())
 
     def game(self, game_id: str, token: str | None) -> GameResponse:
         auth = self.authenticate(game_id, token)
-        return projection.game_view(auth.snapshot, auth.seat)
+        return self.game_payload(auth.snapshot, auth.seat)
 
     def events(
         self, game_id: str, token: str | None, *, after: int = -1, limit: int = 50
@@ -194,7 +193,7 @@ class GameService:
             "token": seated.token,
             "player": seated.player,
             "player_key": seated.player_key,
-            "game": projection.game_view(snapshot, seated.seat),
+            "game": self.game_payload(snapshot, seated.seat),
         }
 
     # ------------------------------------------------------------ a person's move
@@ -220,7 +219,9 @@ class GameService:
     ) -> MoveResponse:
         """`move` for an already authenticated caller (the API's idempotent path);
         `write_id`: `moves.play_move`'s (a retried write whose answer was lost)."""
-        moved = moves.play_move(self.store, auth, action, preconditions, write_id=write_id)
+        moved = moves.play_move(
+            self.store, auth, action, preconditions, write_id=write_id, clock=self.clock
+        )
         committed = moved.snapshot
         if self.inline_ai:
             self.dispatch(committed.game_id)
@@ -229,7 +230,7 @@ class GameService:
             game_id=committed.game_id,
             seat=moved.seat,
             event=project_event(moved.event, moved.seat, over=committed.state.over),
-            game=projection.game_view(committed, moved.seat),
+            game=self.game_payload(committed, moved.seat),
         )
 
     # ------------------------------------------------------------ AI turns

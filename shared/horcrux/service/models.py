@@ -38,7 +38,10 @@ EVENTS_PAGE_MAX = 200
 REPLAY_PAGE = 1000
 DEADLINE_FLOOR_S = 0.5
 """An AI turn needs at least this much time left to start (else it is retried)."""
-LobbyStatus = Literal["open", "active", "over"]
+LobbyStatus = Literal["open", "active", "abandoned", "over"]
+"""A game's status as the API tells it: `open` (a human seat is free), `active` (being
+played), `abandoned` (active, but nobody has moved for `ABANDONED_AFTER_S`, 30 minutes; a
+seated player's move makes it active again), `over`."""
 
 Payload = dict[str, Any]
 
@@ -215,7 +218,10 @@ class SeatPublic(ServiceResponse):
 class GameResponse(ServiceResponse):
     game_id: str
     version: int
-    status: LobbyStatus
+    status: LobbyStatus = Field(
+        description="open (a human seat is free), active, abandoned (no move for 30 "
+        "minutes; a seated player's move makes it active again) or over"
+    )
     rules: str
     turn: int
     phase: Literal["harry", "voldemort", "over"]
@@ -276,7 +282,10 @@ class JoinedResponse(ServiceResponse):
 class LobbyGame(ServiceResponse):
     game_id: str
     rules: str
-    status: LobbyStatus = Field(description="open (a human seat is free), active or over")
+    status: LobbyStatus = Field(
+        description="open (a human seat is free), active (being played), abandoned (no "
+        "move for 30 minutes; a seated player's move makes it active again) or over"
+    )
     open_seats: list[Seat]
     created_at: float
     names: dict[str, str] = Field(default_factory=dict, description="seat -> display name")

@@ -12,7 +12,8 @@ both clicks read the same version, when its commit loses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -120,6 +121,7 @@ def play_move(
     preconditions: Sequence[Precondition] = (),
     *,
     write_id: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Moved:
     """Apply and commit the caller's move (PreconditionFailed, StaleVersion, IllegalAction,
     MoveConflict: nothing written).
@@ -127,7 +129,9 @@ def play_move(
     `write_id` names this request's write (the API derives it from the Idempotency-Key):
     when the move is refused because the game has moved on, and the move that moved it was
     this very write (its answer was lost: a 503 `outcome_unknown`), the committed move is
-    returned instead, with the game as it is now."""
+    returned instead, with the game as it is now. `clock` dates the refused move's view of
+    the game (its status). An abandoned game is played like an active one: the move's
+    commit refreshes its heartbeat, so it is active again (`GameStore.commit_turn`)."""
     try:
         if auth.seat is not None:  # a spectator is refused by `check_move` (401) first
             check_preconditions(auth.snapshot, preconditions)
@@ -154,7 +158,7 @@ def play_move(
         raise MoveConflict(
             f"another move was committed first (game now at version {current.version}, "
             f"{current.phase} to move); yours was not applied",
-            game=game_view(current, seat).as_json(),
+            game=game_view(current, seat, now=clock()).as_json(),
         ) from None
     return Moved(seat, event, committed)
 

@@ -157,8 +157,10 @@ def _brain_used(registry: Registry[Any], spec: str | None) -> str | None:
     return None if used == spec else used
 
 
-def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
-    """The game as `seat` (None: a spectator) sees it, with its legal moves if it acts."""
+def game_view(snapshot: GameSnapshot, seat: Seat | None, *, now: float) -> GameResponse:
+    """The game as `seat` (None: a spectator) sees it at `now` (its status is `abandoned`
+    once nobody has moved for `ABANDONED_AFTER_S`: `GameSnapshot.status_at`), with its
+    legal moves if it acts (an abandoned game's seats may still move: a move revives it)."""
     state = snapshot.state
     seats = {
         s: SeatPublic(
@@ -175,7 +177,7 @@ def game_view(snapshot: GameSnapshot, seat: Seat | None) -> GameResponse:
     return GameResponse(
         game_id=snapshot.game_id,
         version=snapshot.version,
-        status=snapshot.status,
+        status=snapshot.status_at(now),
         rules=snapshot.rules_name,
         turn=state.turn,
         phase=state.phase,

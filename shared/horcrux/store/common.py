@@ -4,6 +4,8 @@ conflict. No I/O here (boto3 stays in `horcrux.store.dynamodb`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from horcrux.decisions import DecisionNote
 from horcrux.store import capacity, mapping, results, wire
 from horcrux.store.capacity import Item
@@ -14,8 +16,11 @@ from horcrux.store.port import (
     Conflict,
     EventPage,
     GameSnapshot,
+    GameStatus,
     ItemTooLarge,
     LobbyPage,
+    Status,
+    live_since,
 )
 from horcrux.store.results import GameSummary
 
@@ -103,6 +108,64 @@ def lobby_page(raw: list[Item], limit: int, now: float, *, more: bool = False) -
     page = raw[:limit]
     games = [mapping.decode_lobby_entry(i) for i in page if not mapping.is_expired(i, now)]
     return LobbyPage(games=games, cursor=page[-1]["lobby_sk"]["S"] if more and page else None)
+
+
+# ---------------------------------------------------------------- the lobby's key ranges
+@dataclass(frozen=True)
+class LobbyRange:
+    """What one lobby query reads: the index partition `status` and the `lobby_sk` range
+    after `after` (exclusive) and before `before` (exclusive), in key order. Both stores
+    read exactly this (`holds`; `DynamoDbStore` as a key condition, `condition`)."""
+
+    status: Status
+    after: str | None = None
+    before: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing can lie in the range (the query is not sent)."""
+        return self.after is not None and self.before is not None and self.after >= self.before
+
+    def holds(self, sort_key: str) -> bool:
+        if self.after is not None and self.before is not None:  # DynamoDB's BETWEEN
+            return self.after + "#" <= sort_key <= self.before
+        if self.after is not None and not sort_key > self.after:
+            return False
+        return self.before is None or sort_key < self.before
+
+    def condition(self) -> tuple[str, dict[str, str], Item]:
+        """The key condition, its names and its values."""
+        names = {"#lobby": "lobby"}
+        values: Item = {":status": {"S": self.status}}
+        condition = "#lobby = :status"
+        if self.after is not None or self.before is not None:
+            names["#lsk"] = "lobby_sk"
+        if self.after is not None and self.before is not None:
+            # BETWEEN is inclusive: a key after `after` is at least `after#` (a key is
+            # `<15 digits>#<id>` and every id character sorts above "#"); `before` is a
+            # bare time, which no key equals
+            condition += " AND #lsk BETWEEN :after AND :before"
+            values[":after"] = {"S": self.after + "#"}
+            values[":before"] = {"S": self.before}
+        elif self.after is not None:
+            condition += " AND #lsk > :after"
+            values[":after"] = {"S": self.after}
+        elif self.before is not None:
+            condition += " AND #lsk < :before"
+            values[":before"] = {"S": self.before}
+        return condition, names, values
+
+
+def lobby_range(status: GameStatus, now: float, cursor: str | None = None) -> LobbyRange:
+    """The range a `list_games(status)` reads at `now`: `open` and `over` their partition
+    after the cursor; `active` the active partition from `live_since(now)` on (the games
+    being played), `abandoned` the same partition before it."""
+    if status in ("open", "over"):
+        return LobbyRange("open" if status == "open" else "over", after=cursor)
+    cut = mapping.heartbeat_key(live_since(now))
+    if status == "active":
+        return LobbyRange("active", after=cut if cursor is None else max(cursor, cut))
+    return LobbyRange("active", after=cursor, before=cut)
 
 
 # ---------------------------------------------------------------- conflicts

@@ -33,9 +33,9 @@ from horcrux.store.port import (
     Conflict,
     EventPage,
     GameSnapshot,
+    GameStatus,
     LobbyPage,
     NotFound,
-    Status,
     StoreUnavailable,
     TurnEvent,
     check_commit,
@@ -488,6 +488,7 @@ class DynamoDbStore:
         write_id: str | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
+        snapshot = snapshot.beating(self._clock())
 
         def conflict(reasons: list[dict[str, Any]]) -> NoReturn:
             self._raise_commit_conflict(snapshot.game_id, expected_version, event.seq, reasons)
@@ -541,15 +542,14 @@ class DynamoDbStore:
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         return self.list_games("open", limit=limit, cursor=cursor)
 
-    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+    def list_games(
+        self, status: GameStatus, limit: int = 20, cursor: str | None = None
+    ) -> LobbyPage:
         check_limit(limit)
-        condition = "#lobby = :status"
-        names = {"#lobby": "lobby"}
-        values: Item = {":status": {"S": status}}
-        if cursor is not None:
-            condition += " AND #lsk > :cursor"
-            names["#lsk"] = "lobby_sk"
-            values[":cursor"] = {"S": cursor}
+        keys = common.lobby_range(status, self._clock(), cursor)
+        if keys.empty:
+            return LobbyPage(games=[], cursor=None)
+        condition, names, values = keys.condition()
         response = self._call(
             "Query",
             TableName=self.settings.games_table,
@@ -573,7 +573,7 @@ class DynamoDbStore:
     ) -> GameSnapshot:
         current = self.load(game_id)
         for _ in range(JOIN_ATTEMPTS):
-            after = joined(current, seat, token_hash, name, player)
+            after = joined(current, seat, token_hash, name, player, now=self._clock())
             item = mapping.encode_snapshot(after)
             put = self._snapshot_put(item, current.version)
             failed = self._conditional_put(put, (capacity.item_size(item),))

@@ -6,7 +6,8 @@ does; the binary attributes are in the formats of `horcrux.store.wire`.
 
 Snapshot item (games table, pk `GAME#<id>`, sk `SNAPSHOT`): small scalar attributes for
 the lobby and for inspection (`v`, `status`, `turn`, `phase`, `rules`, `seats`, `created`,
-`ttl`), the whole `GameState` (`state`, `wire.encode_state`), the Layer-2 snapshot of a
+`ttl`, `beat`: the heartbeat, once a turn or a join refreshed it), the whole `GameState`
+(`state`, `wire.encode_state`), the Layer-2 snapshot of a
 seat whose brain cannot be rebuilt from its view as opaque bytes (`belief`, a map seat ->
 B; the planner stores none), Harry's latest belief point (`bpt`, `wire.encode_point`), and
 the lobby index keys (`lobby` = the status, `lobby_sk`; `open_seats` while a seat is free).
@@ -63,8 +64,17 @@ def game_id_of(pk: str) -> str:
 
 
 def lobby_sort_key(snapshot: GameSnapshot) -> str:
-    """Oldest first: creation time in milliseconds, zero-padded, then the id (unique)."""
+    """Oldest first: creation time in milliseconds, zero-padded, then the id (unique); an
+    `active` game's by its heartbeat instead (`heartbeat_key`), so the games being played
+    and the abandoned ones are two ranges of one key (`common.LobbyRange`)."""
+    if snapshot.status == "active":
+        return f"{heartbeat_key(snapshot.heartbeat)}#{snapshot.game_id}"
     return f"{round(snapshot.created_at * 1000):015d}#{snapshot.game_id}"
+
+
+def heartbeat_key(epoch_s: int) -> str:
+    """The lobby key's time part for a heartbeat (epoch seconds), in milliseconds."""
+    return f"{epoch_s * 1000:015d}"
 
 
 def _n(value: int | float) -> dict[str, str]:
@@ -145,8 +155,11 @@ def encode_snapshot(snapshot: GameSnapshot) -> Item:
         item["bpt"] = {"B": encode_point(snapshot.belief_history[-1])}
     if snapshot.invite_hash is not None:
         item["inv"] = {"S": snapshot.invite_hash}
+    if snapshot.active_at is not None:
+        item["beat"] = _n(snapshot.active_at)
     # the lobby index, by status (`open`, `active`, `over`): the lobby and the game history;
-    # its keys and projected attributes change only when the status does, not per move.
+    # its keys and projected attributes change only when the status does, not per move, and
+    # an active game's key when its heartbeat does (at most once per `HEARTBEAT_S`).
     # A private game has no lobby keys: the sparse index never holds it.
     if snapshot.invite_hash is None:
         item["lobby"] = {"S": snapshot.status}
@@ -177,6 +190,7 @@ def decode_snapshot(item: Item) -> GameSnapshot:
         created_at=float(item["created"]["N"]),
         expires_at=int(item["ttl"]["N"]),
         invite_hash=item["inv"]["S"] if "inv" in item else None,
+        active_at=int(item["beat"]["N"]) if "beat" in item else None,
     )
 
 

@@ -26,9 +26,9 @@ from horcrux.store.port import (
     Conflict,
     EventPage,
     GameSnapshot,
+    GameStatus,
     LobbyPage,
     NotFound,
-    Status,
     TurnEvent,
     check_commit,
     check_create,
@@ -112,6 +112,7 @@ class MemoryStore:
         write_id: str | None = None,
     ) -> GameSnapshot:
         check_commit(expected_version, snapshot, event)
+        snapshot = snapshot.beating(self._clock())
 
         def unmoved(current_item: Item | None, event_exists: bool) -> None:
             current = self._live(current_item)
@@ -149,17 +150,24 @@ class MemoryStore:
     def list_open_games(self, limit: int = 20, cursor: str | None = None) -> LobbyPage:
         return self.list_games("open", limit=limit, cursor=cursor)
 
-    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
+    def list_games(
+        self, status: GameStatus, limit: int = 20, cursor: str | None = None
+    ) -> LobbyPage:
         check_limit(limit)
         now = self._clock()
+        keys = common.lobby_range(status, now, cursor)
+        if keys.empty:
+            return LobbyPage(games=[], cursor=None)
         with self._lock:
             self.op_counts["Query"] += 1
             lobby = sorted(
-                (i for i in self._games.values() if i.get("lobby") == {"S": status}),
+                (
+                    i
+                    for i in self._games.values()
+                    if i.get("lobby") == {"S": keys.status} and keys.holds(i["lobby_sk"]["S"])
+                ),
                 key=lambda i: str(i["lobby_sk"]["S"]),
             )
-        if cursor is not None:
-            lobby = [i for i in lobby if i["lobby_sk"]["S"] > cursor]
         return common.lobby_page(lobby[: limit + 1], limit, now)
 
     def join_seat(
@@ -172,7 +180,7 @@ class MemoryStore:
     ) -> GameSnapshot:
         for _ in range(JOIN_ATTEMPTS):
             current = self.load(game_id)
-            after = joined(current, seat, token_hash, name, player)
+            after = joined(current, seat, token_hash, name, player, now=self._clock())
             item = mapping.encode_snapshot(after)
             with self._lock:
                 self.op_counts["PutItem"] += 1

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from horcrux.decisions import DecisionNote
 from horcrux.errors import HorcruxError
 from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
+from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
 from horcrux.store.results import RESULTS_MAX, GameSummary, Item, RecentResults
 
 AnyEvent = GameStarted | HarryMoved | VoldemortMoved
@@ -27,6 +28,10 @@ EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(Event)
 
 SEATS: tuple[Seat, ...] = ("harry", "voldemort")
 Status = Literal["open", "active", "over"]
+"""The status a snapshot item stores (and the lobby index is keyed by)."""
+GameStatus = Literal["open", "active", "abandoned", "over"]
+"""The status a reader is told: `abandoned` is an `active` game whose heartbeat is older
+than `live_since(now)` (derived on every read, never stored)."""
 
 DEFAULT_TTL_DAYS = 30
 BELIEF_HISTORY_MAX = 50
@@ -175,6 +180,13 @@ class GameSnapshot(_Frozen):
         description="sha256 of a private game's invite code (None: a public game); a "
         "private game is never listed (`list_games`)",
     )
+    active_at: int | None = Field(
+        default=None,
+        ge=0,
+        description="the heartbeat: epoch seconds of the last write that refreshed it (a "
+        "turn or a join, at most once per `HEARTBEAT_S`; None: never, the game's creation "
+        "stands for it)",
+    )
 
     @field_validator("seats")
     @classmethod
@@ -210,6 +222,27 @@ class GameSnapshot(_Frozen):
         if self.state.over:
             return "over"
         return "open" if self.open_seats else "active"
+
+    @property
+    def heartbeat(self) -> int:
+        """Epoch seconds of the game's last refreshed activity (`active_at`, else its creation)."""
+        return int(self.created_at) if self.active_at is None else self.active_at
+
+    def status_at(self, now: float) -> GameStatus:
+        """The status a reader is told at `now`: `abandoned` for an `active` game whose
+        heartbeat is older than `live_since(now)`, else the stored `status`."""
+        status = self.status
+        if status == "active" and self.heartbeat < live_since(now):
+            return "abandoned"
+        return status
+
+    def beating(self, now: float) -> GameSnapshot:
+        """The snapshot with its heartbeat set to `now` if it is at least `HEARTBEAT_S`
+        old (itself otherwise): what every turn and join writes, so the heartbeat, and the
+        lobby key of an active game with it, changes at most once per `HEARTBEAT_S`."""
+        if int(now) - self.heartbeat < HEARTBEAT_S:
+            return self
+        return self.model_copy(update={"active_at": int(now)})
 
     def expired(self, now: float) -> bool:
         return self.expires_at <= now
@@ -306,6 +339,9 @@ class GameStore(Protocol):
         `write_id` (1-64 visible characters; a random one if None) is kept on the event's
         item too: `find_write` finds a write by it.
 
+        The store refreshes the snapshot's heartbeat at its clock (`GameSnapshot.beating`)
+        in that same write and returns the snapshot as stored.
+
         Conflict(`version` | `duplicate_event` | `busy`) carrying the current snapshot;
         nothing is written then. If the database stops answering after the transaction
         was sent, the store finds out whether it was applied (it returns then, or raises
@@ -325,10 +361,15 @@ class GameStore(Protocol):
         """Games with a free human seat, oldest first (expired ones skipped)."""
         ...
 
-    def list_games(self, status: Status, limit: int = 20, cursor: str | None = None) -> LobbyPage:
-        """Public games with this status (`open`, `active`, `over`), oldest first (expired
-        and private ones skipped): the lobby and the game history. `list_open_games` is
-        `list_games("open")`."""
+    def list_games(
+        self, status: GameStatus, limit: int = 20, cursor: str | None = None
+    ) -> LobbyPage:
+        """Public games with this status (`open`, `active`, `abandoned`, `over`) at the
+        store's clock, expired and private ones skipped: the lobby and the game history.
+        `open` and `over` come oldest first; `active` (being played: heartbeat at or after
+        `live_since(now)`) and `abandoned` (older) by heartbeat, oldest first, each read
+        by a key condition on the index (no abandoned game is read to list the active
+        ones). `list_open_games` is `list_games("open")`."""
         ...
 
     def join_seat(
@@ -339,8 +380,8 @@ class GameStore(Protocol):
         name: str | None = None,
         player: str | None = None,
     ) -> GameSnapshot:
-        """Take a free human seat (version + 1), under the display `name` and the stable
-        `player` id if given.
+        """Take a free human seat (version + 1, the heartbeat refreshed at the store's
+        clock), under the display `name` and the stable `player` id if given.
         Conflict(`seat_taken`) if it is not free; NotFound if the game is missing or expired."""
         ...
 
@@ -402,6 +443,13 @@ class ScopeStore(ResultStore, Protocol):
 
 
 # ---------------------------------------------------------------- helpers
+def live_since(now: float) -> int:
+    """The oldest heartbeat a running game may have at `now` and still be being played:
+    `ABANDONED_AFTER_S + HEARTBEAT_S` back, so a game is abandoned only when nobody has
+    moved for `ABANDONED_AFTER_S` (30 minutes), and at most `HEARTBEAT_S` later than that."""
+    return int(now) - ABANDONED_AFTER_S - HEARTBEAT_S
+
+
 def ttl_seconds_from_env() -> int:
     """The games' time to live: `HORCRUX_TTL_DAYS` (default 30 days)."""
     days = float(os.environ.get("HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS))
@@ -462,8 +510,11 @@ def joined(
     token_hash: str,
     name: str | None = None,
     player: str | None = None,
+    *,
+    now: float | None = None,
 ) -> GameSnapshot:
-    """The snapshot with `seat` taken by `token_hash`; Conflict if the seat is not free."""
+    """The snapshot with `seat` taken by `token_hash` (its heartbeat refreshed at `now`, if
+    given: `GameSnapshot.beating`); Conflict if the seat is not free."""
     if not token_hash:
         raise ValueError("token_hash must not be empty")
     info = current.seats[seat]
@@ -472,7 +523,8 @@ def joined(
         raise Conflict(f"the {seat} seat is taken by {who}", reason="seat_taken", current=current)
     taken = SeatInfo(kind="human", token_hash=token_hash, name=name, player=player)
     seats = {**current.seats, seat: taken}
-    return current.model_copy(update={"seats": seats, "version": current.version + 1})
+    after = current.model_copy(update={"seats": seats, "version": current.version + 1})
+    return after if now is None else after.beating(now)
 
 
 def check_repair(expected_version: int, snapshot: GameSnapshot) -> None:

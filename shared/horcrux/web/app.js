@@ -26,7 +26,7 @@ const TAB = Math.random().toString(36).slice(2, 10);
 let API = window.location.origin;
 let brains = null;
 // the players' words (words.json, shared with the terminal client): levels, brains, guide...
-let WORDS = { levels: { harry: [], voldemort: [] }, brains: { harry: {}, voldemort: {} }, guide: { harry: [], voldemort: [] }, wasted: {} };
+let WORDS = { levels: { harry: [], voldemort: [] }, brains: { harry: {}, voldemort: {} }, guide: { harry: [], voldemort: [] }, wasted: {}, left: {} };
 let current = null; // the screen on show: {kind, id, timer, ...}
 
 // ------------------------------------------------------------------ DOM helpers
@@ -188,6 +188,16 @@ async function loadWords() {
 }
 // `{name}` placeholders filled from `vars` (the terminal fills the same texts)
 const fill = (text, vars) => String(text || "").replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+// a game still to be played: `active`, or `abandoned` (nobody has moved for the server's
+// idle time: the lobby no longer lists it, and a seat's move makes it active again)
+const running = (g) => g.status === "active" || g.status === "abandoned";
+// what a game nobody moves in says to the one who reads it (words.json's `left`)
+function leftSays(g) {
+  const left = WORDS.left || {};
+  const vars = { minutes: left.minutes || 30, other: g.to_move ? g.seats[g.to_move].name || (g.seats[g.to_move].kind === "ai" ? "the AI" : "the other player") : "" };
+  const voice = !g.your_seat ? "spectator" : g.to_move === g.your_seat ? "player" : "waiting";
+  return fill(left[voice] || "", vars);
+}
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
 const pct = (x) => `${Math.round(x * 100)}%`;
 // a level of an AI opponent by its brain spec (the level's name, its sentence), else null
@@ -443,7 +453,13 @@ async function lobbyScreen() {
             h("h2", {}, "Open games: join a free seat"),
             h("table", { "data-testid": "open-games" }, h("thead", {}, h("tr", {}, h("th", {}, "game"), h("th", {}, "rules"), h("th", {}, "players"), h("th", {}, "created"), h("th", {}, ""))), open),
           ),
-          h("div", { class: "panel" }, h("h2", {}, "Being played: watch"), h("table", { "data-testid": "active-games" }, listHead(), active)),
+          h(
+            "div",
+            { class: "panel" },
+            h("h2", {}, "Being played: watch"),
+            h("table", { "data-testid": "active-games" }, listHead(), active),
+            (WORDS.left || {}).lobby ? h("p", { class: "muted", "data-testid": "left-rule" }, fill(WORDS.left.lobby, { minutes: WORDS.left.minutes })) : null,
+          ),
           h("div", { class: "panel" }, h("h2", {}, "Finished: replays"), h("table", { "data-testid": "over-games" }, listHead(), over)),
         ),
       ),
@@ -774,7 +790,7 @@ function schedule(screen) {
   const g = screen.game;
   if (g && g.status === "over") return;
   let wait = POLL_MS[Math.min(screen.idle, POLL_MS.length - 1)];
-  if (g && g.status === "active" && g.to_move === g.your_seat) wait = 10000; // only I can move
+  if (g && running(g) && g.to_move === g.your_seat) wait = 10000; // only I can move
   if (document.hidden) wait = Math.max(wait, 10000);
   screen.timer = setTimeout(() => refreshGame(screen, false), wait);
 }
@@ -806,9 +822,9 @@ function renderGame(screen) {
   const g = screen.game;
   const v = g.view;
   const mine = g.your_seat;
-  const myTurn = g.status === "active" && mine && g.to_move === mine && g.legal;
+  const myTurn = running(g) && mine && g.to_move === mine && g.legal;
   // a two-person game: while the other seat moves, the page says whom it waits for
-  const other = g.status === "active" && mine && g.to_move !== mine && g.seats[g.to_move] && g.seats[g.to_move].kind === "human";
+  const other = running(g) && mine && g.to_move !== mine && g.seats[g.to_move] && g.seats[g.to_move].kind === "human";
   const turnText =
     g.status === "over"
       ? "game over"
@@ -824,6 +840,7 @@ function renderGame(screen) {
     h("span", { class: `pill ${mine === "harry" ? "you" : ""}` }, `Harry: ${who(g, "harry")}`),
     h("span", { class: `pill ${mine === "voldemort" ? "you" : ""}` }, `Voldemort: ${who(g, "voldemort")}`),
     h("span", { class: "pill", "data-testid": "your-seat" }, mine ? `you are ${seatName(mine)}` : "you are watching"),
+    g.status === "abandoned" ? h("span", { class: "pill", "data-testid": "left" }, fill((WORDS.left || {}).label || "left", { minutes: (WORDS.left || {}).minutes || 30 })) : null,
   );
   const nav = h(
     "div",
@@ -837,6 +854,7 @@ function renderGame(screen) {
   if (screen.pace) parts.push(pacePanel(screen));
   if (mine && g.status !== "over" && (screen.guide || !localStorage.getItem(GUIDE_KEY))) parts.push(guidePanel(screen));
   if (g.status === "over") parts.push(endPanel(screen));
+  if (g.status === "abandoned") parts.push(h("div", { class: "panel", "data-testid": "left-note" }, h("p", {}, leftSays(g))));
   const held = heldSeats()[screen.id];
   if (g.status === "open" && held && held.invite) parts.push(invitePanel(screen, held.invite));
   else if (g.status === "open") {
@@ -1175,7 +1193,7 @@ function renderBoard(screen, opts = {}) {
   if (screen.cursor >= locs.length) screen.cursor = 0;
   // a tile is a button only while a location is being picked (an action chosen on this
   // seat's turn); otherwise it is inert: a click out of turn shows nothing, not a focus ring
-  const picking = Boolean(screen.action && g.legal && g.status === "active" && g.to_move === g.your_seat);
+  const picking = Boolean(screen.action && g.legal && running(g) && g.to_move === g.your_seat);
   const board = h("div", { class: `board ${picking ? "picking" : "idle"}`, "data-testid": "board", role: "grid" });
   locs.forEach((loc, i) => {
     const cls = ["tile"];
@@ -1381,7 +1399,7 @@ document.addEventListener("keydown", (ev) => {
     screen.showBelief = !screen.showBelief;
     return renderGame(screen);
   }
-  if (!(g.status === "active" && g.to_move === g.your_seat && g.legal)) return;
+  if (!(running(g) && g.to_move === g.your_seat && g.legal)) return;
   const action = (g.your_seat === "harry" ? KEYS : VKEYS)[key];
   const locs = g.view.rules.locations;
   if (action) {

@@ -48,6 +48,14 @@ def brain_sentence(seat: str, brain: str) -> str:
     return said
 
 
+def left_sentence(voice: str, other: str = "the other player") -> str:
+    """What a game nobody has moved in for the idle time (the API's `abandoned`) says to
+    `voice` (`player`: whose turn it is, `waiting`: the other seat, `spectator`); `other`
+    is who is to move, for `waiting`."""
+    left: dict[str, Any] = words()["left"]
+    return fill(left[voice], {"minutes": left["minutes"], "other": other})
+
+
 def pct(x: float) -> str:
     return f"{round(x * 100)}%"
 

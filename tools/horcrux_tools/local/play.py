@@ -24,6 +24,7 @@ from horcrux.rules import display_name
 from horcrux.web.words import (
     brain_sentence,
     fill,
+    left_sentence,
     level_of,
     level_sentence,
     pct,
@@ -526,6 +527,13 @@ class Session:
             f"You are {self.seat.capitalize()} against {against}. "
             "Type `help` for the commands, `guide` for what the rules do."
         )
+        if self.game["status"] == "abandoned":  # a game resumed after everyone left it
+            mover = self.game["seats"].get(self.game["to_move"] or "", {})
+            other = mover.get("name") or (
+                "the AI" if mover.get("kind") == "ai" else "the other player"
+            )
+            voice = "player" if self.game["to_move"] == self.seat else "waiting"
+            self.say(left_sentence(voice, other))
         self.say(render_board(self.game))
         while True:
             if self.game["status"] == "over":
