@@ -31,7 +31,8 @@ from horcrux.agents.planner import PlannerHarry
 from horcrux.belief.bayes import DEFAULT_MODE, MODES
 from horcrux.echo import opponent as who
 from horcrux.echo import ops, persist, predictive
-from horcrux.echo.model import EchoMemory, Opponent
+from horcrux.echo.corrections import add_correction
+from horcrux.echo.model import Correction, EchoMemory, Opponent
 from horcrux.echo.pin import decode_pin, encode_pin
 from horcrux.echo.use import MemoryPlan, memory_line, memory_plan
 from horcrux.rules import CLASSIC
@@ -218,3 +219,53 @@ def test_a_voldemort_outside_the_family_leaves_the_default_playing(store: Any) -
     made = make_brain(store, store.load("r3"), "harry")
     assert isinstance(made.brain, PlannerHarry)
     assert made.pin is None or "opponent" not in json.loads(made.pin)
+
+
+def test_a_correction_steers_the_very_next_game() -> None:
+    """'He never relocates': with no game played, memory plays against the policies that
+    never move a Horcrux at once; without the correction it plays the default."""
+    empty = EchoMemory(agent="planner", opponent="family")
+    assert memory_plan(empty) is None
+    told = add_correction(
+        empty, wrong="he relocates", right="he never relocates", subject="relocates", rate=0.0
+    )
+    plan = memory_plan(told)
+    assert plan is not None and plan.opponent is not None
+    assert plan.opponent.policies[0].trigger == "never"
+    assert sum(
+        w
+        for p, w in zip(plan.opponent.policies, plan.opponent.weights, strict=True)
+        if p.trigger == "never"
+    ) > 0.9 * sum(plan.opponent.weights)
+
+
+def test_a_wrong_correction_is_flagged_and_stops_steering_after_three_games() -> None:
+    store = MemoryStore()
+    scope = compaction.scope_of(FAMILY_SEATS)
+    assert scope is not None
+    wrong = add_correction(
+        EchoMemory(agent=scope[0], opponent=scope[1]),
+        wrong="he relocates",
+        right="he never relocates",
+        subject="relocates",
+        rate=0.0,
+    )
+    store.put_scope_item(persist.encode_memory(wrong.model_copy(update={"version": 1})), 0)
+    (correction,) = [i for i in wrong.items if isinstance(i, Correction)]
+    flagged_at = None
+    for i in range(4):
+        start_game(store, f"w{i}", CLASSIC, 37000 + i, dict(FAMILY_SEATS))
+        play_to_end(store, f"w{i}")
+        compaction.compact(store, f"w{i}")
+        memory = persist.load(store, *scope)[0]
+        assert memory is not None
+        item = memory.opponent_fit()
+        assert item is not None
+        if flagged_at is None and correction.id in item.contradicted:
+            flagged_at = i + 1
+    assert flagged_at == who.MIN_GAMES  # as soon as a threshold correction can be
+    plan = memory_plan(memory)
+    assert plan is not None and plan.opponent is not None
+    assert plan.opponent.policies[0].trigger == "threshold"  # the evidence plays
+    shown = who.summary(item)
+    assert shown["contradicted"] == [correction.id] and "contradict" in str(shown["why"])

@@ -296,7 +296,8 @@ def _opponent(
 ) -> None:
     """Fold the game into the scope's `Opponent` (who the opponent is, `echo.opponent`), in
     place: each family policy's likelihood of Voldemort's actual moves, and the default
-    mixture's (`default`) for "none of these", discounted by the decay's clock."""
+    mixture's (`default`) for "none of these", discounted by the decay's clock; and which
+    of the operator's corrections his moves now contradict (they stop steering play)."""
     from horcrux.agents.family_fit import fit_game
     from horcrux.echo import opponent
 
@@ -308,6 +309,10 @@ def _opponent(
     assert current is None or isinstance(current, Opponent)
     discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
     fresh = opponent.updated(current, fit_game(first.rules, events), default, clock, discount)
+    live = [c for c in items if isinstance(c, Correction) and c.valid_to is None]
+    fresh = fresh.model_copy(
+        update={"contradicted": opponent.contradictions(fresh, live, clock, cfg.conflict_below)}
+    )
     if index is None:
         items.append(fresh)
     else:

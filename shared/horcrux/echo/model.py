@@ -256,6 +256,8 @@ class Opponent(_Item):
     decoys: tuple[tuple[float, ...], ...]
     none: float = 0.0
     games: int = 0
+    contradicted: tuple[str, ...] = ()
+    """The operator's corrections his moves contradict (ids): they no longer steer play."""
 
 
 AnyItem = Annotated[

@@ -32,6 +32,7 @@ in the game's order, the same on every machine).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 
@@ -55,7 +56,7 @@ from horcrux.agents.family_fit import (
 )
 from horcrux.agents.particles import Prior
 from horcrux.belief import ties
-from horcrux.echo.model import Opponent, item_id
+from horcrux.echo.model import Correction, Opponent, item_id
 
 NONE_PRIOR = 0.5
 """The prior probability that the opponent is none of the family's policies."""
@@ -65,6 +66,12 @@ PLAY_BELOW = 0.5
 """Memory plays the family posterior while P(none) is below this."""
 TOP = 16
 """How many distinct behaviours the played prior holds."""
+CORRECTION_NATS = 5.0
+"""An operator's correction about the opponent: this many nats for the policies it
+describes (the style's `CORRECTION_NATS`: about two games of a clear fit)."""
+MIN_GAMES = 3
+"""Games after a correction before his moves may contradict it (as a threshold
+correction's, `style.THRESHOLD_MIN_GAMES`)."""
 MIN_WEIGHT = 1e-4
 """A behaviour below this weight is left out of the played prior."""
 GRAIN = 1e-6
@@ -200,9 +207,18 @@ def behaviours(item: Opponent, n: int = TOP) -> list[tuple[FamilyParams, float]]
     return list(seen.items())
 
 
-def plan_prior(item: Opponent | None, n: int = TOP) -> Prior | None:
-    """The prior memory plays (module doc), or None: the default plays."""
-    if item is None or item.games == 0 or not ties.below(p_none(item), PLAY_BELOW):
+def plan_prior(
+    item: Opponent | None, n: int = TOP, corrections: Sequence[Correction] = ()
+) -> Prior | None:
+    """The prior memory plays (module doc), or None: the default plays. `corrections`:
+    the operator's, each a hypothesis of `CORRECTION_NATS` on the policies it describes
+    (`corrected`), so that a correction steers the very next game."""
+    steering = [c for c in corrections if steers(c, item)]
+    if steering:
+        item = corrected(item, steering)
+    if item is None or (item.games == 0 and not steering):
+        return None
+    if not ties.below(p_none(item), PLAY_BELOW):
         return None
     found = behaviours(item, n)
     kept = [(p, round(w, 6)) for p, w in found if w >= MIN_WEIGHT] or found[:1]
@@ -210,6 +226,105 @@ def plan_prior(item: Opponent | None, n: int = TOP) -> Prior | None:
         f"memory:{item.games}",
         tuple(p for p, _ in kept),
         tuple(w for _, w in kept),
+    )
+
+
+def described(correction: Correction) -> tuple[NDArray[np.bool_], NDArray[np.bool_]] | None:
+    """The policies an operator's correction describes, as masks over the trigger cells
+    and the decoy cells (None: a correction that says nothing of who the opponent is):
+    `relocates` (rate >= 0.5: some trigger; below: never), `immediate` (at once / later,
+    of the `positive` trigger), `threshold` (within 0.05 of the rate), `plant_top` (decoys
+    where Harry's evidence or map points / not), `plant_blind` (the blind rule / not)."""
+    rate = correction.rate
+    if rate is None or correction.valid_to is not None:
+        return None
+    every_t = np.ones(len(TRIGGER_CELLS), dtype=bool)
+    every_c = np.ones(len(DECOY_CELLS), dtype=bool)
+    yes = rate >= 0.5
+    if correction.subject == "relocates":
+        t = np.array([(c.trigger != "never") == yes for c in TRIGGER_CELLS])
+        return t, every_c
+    if correction.subject == "immediate":
+        t = np.array([c.trigger == "positive" and (c.delay == 0) == yes for c in TRIGGER_CELLS])
+        return t, every_c
+    if correction.subject == "threshold":
+        t = np.array(
+            [
+                c.trigger == "threshold" and ties.at_most(abs(c.threshold - rate), 0.05)
+                for c in TRIGGER_CELLS
+            ]
+        )
+        return t, every_c
+    if correction.subject == "plant_top":
+        c = np.array([(d.decoys in ("evidence-top", "observer-top")) == yes for d in DECOY_CELLS])
+        return every_t, c
+    if correction.subject == "plant_blind":
+        c = np.array([(d.decoys == "blind-early") == yes for d in DECOY_CELLS])
+        return every_t, c
+    return None
+
+
+def steers(correction: Correction, item: Opponent | None) -> bool:
+    """Whether a correction steers play: it describes policies and his moves have not
+    contradicted it (`contradictions`)."""
+    return described(correction) is not None and (
+        item is None or correction.id not in item.contradicted
+    )
+
+
+def corrected(item: Opponent | None, corrections: Sequence[Correction]) -> Opponent:
+    """`item` with each correction's `CORRECTION_NATS` on the policies it describes, as if
+    that many nats of games had shown them (the "none of these" score untouched)."""
+    base = item or Opponent(
+        id=item_id("opponent"),
+        subject="opponent",
+        text="",
+        created=0.0,
+        last_access=0.0,
+        life=1e9,
+        trigger=_zeros(len(TRIGGER_CELLS)),
+        destination=_zeros(len(DESTINATION_CELLS)),
+        decoys=_zeros(len(DECOY_CELLS)),
+    )
+    t = np.array(base.trigger)
+    c = np.array(base.decoys)
+    for correction in corrections:
+        masks = described(correction)
+        if masks is None:
+            continue
+        t = t + CORRECTION_NATS * masks[0][:, None]
+        c = c + CORRECTION_NATS * masks[1][:, None]
+    return base.model_copy(
+        update={
+            "trigger": tuple(tuple(row) for row in t.tolist()),
+            "decoys": tuple(tuple(row) for row in c.tolist()),
+        }
+    )
+
+
+def support(item: Opponent, correction: Correction) -> float:
+    """The games' posterior probability, within the family, of the policies a correction
+    describes (1.0 for one that describes none)."""
+    masks = described(correction)
+    if masks is None:
+        return 1.0
+    joint = log_joint(item)
+    w = np.exp(joint - float(joint.max()))
+    return float(w[masks[0]][..., masks[1]].sum()) / float(w.sum())
+
+
+def contradictions(
+    item: Opponent, corrections: Sequence[Correction], clock: float, below: float
+) -> tuple[str, ...]:
+    """The corrections his moves contradict: at least `MIN_GAMES` clock units since one
+    was made, the games give the policies it describes less than `below` (the config's
+    `conflict_below`)."""
+    return tuple(
+        c.id
+        for c in corrections
+        if described(c) is not None
+        and clock - c.valid_from >= MIN_GAMES
+        and ties.below(support(item, c), below)
     )
 
 
@@ -297,20 +412,27 @@ def describe(params: FamilyParams) -> str:
 
 
 __all__ = [
+    "CORRECTION_NATS",
     "DISCOUNT",
+    "MIN_GAMES",
     "NONE_PRIOR",
     "PLAY_BELOW",
     "TOP",
     "behaviours",
     "canonical",
+    "contradictions",
+    "corrected",
     "describe",
+    "described",
     "line",
     "log_joint",
     "log_prior",
     "p_none",
     "plan_prior",
     "short",
+    "steers",
     "summary",
+    "support",
     "updated",
 ]
 
@@ -339,6 +461,12 @@ def summary(item: Opponent, n: int = 3) -> dict[str, object]:
             "held back: no policy of the family explains his moves better than the "
             f"default (none of these: p {none:.2f})"
         )
+    if item.contradicted:
+        n_wrong = len(item.contradicted)
+        why += (
+            f"; his moves contradict {n_wrong} of your corrections"
+            " (they no longer steer play: confirm or retire them)"
+        )
     best = hypotheses[0] if hypotheses else None
     games = f"{item.games} game" + ("" if item.games == 1 else "s")
     if best is not None and plays:
@@ -351,6 +479,7 @@ def summary(item: Opponent, n: int = 3) -> dict[str, object]:
         "plays": plays,
         "why": why,
         "hypotheses": hypotheses,
+        "contradicted": list(item.contradicted),
         "sentence": text,
     }
 

@@ -171,7 +171,8 @@ def memory_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> Memor
         return plan
     from horcrux.echo.opponent import plan_prior
 
-    prior = plan_prior(memory.opponent_fit())
+    corrections = [c for c in memory.items if isinstance(c, Correction)]
+    prior = plan_prior(memory.opponent_fit(), corrections=corrections)
     if prior is None:
         return plan
     return replace(plan or MemoryPlan(()), opponent=prior)
