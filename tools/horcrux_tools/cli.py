@@ -275,6 +275,8 @@ def cmd_season(args: argparse.Namespace) -> int:
         switch_to=args.switch_to,
         switch_at=args.switch_at,
         arms=arms,
+        switch_every=args.switch_every,
+        mix=tuple(m.strip() for m in args.mix.split(",") if m.strip()) if args.mix else (),
     )
     data = season.as_dict()
     if args.out:
@@ -506,6 +508,19 @@ def build_parser() -> argparse.ArgumentParser:
     sea.add_argument("--rules", default="classic", choices=sorted(PRESETS))
     sea.add_argument("--switch-to", default=None, help="the opponent's style after the switch")
     sea.add_argument("--switch-at", type=_positive, default=None, help="default: halfway")
+    sea.add_argument(
+        "--switch-every",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="alternate --voldemort and --switch-to every N games",
+    )
+    sea.add_argument(
+        "--mix",
+        default=None,
+        metavar="A,B,...",
+        help="each game's opponent drawn from these (the season's seeded stream)",
+    )
     sea.add_argument("--out", default=None, help="write season.json (and season.png) here")
     sea.add_argument("--no-plots", action="store_true")
     sea.add_argument(

@@ -25,6 +25,7 @@ he has not read (measured in docs/ECHO.md)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -215,6 +216,8 @@ class Season:
     """The `on` arm's P("none of these") after each game (`echo.opponent`)."""
     identified: list[str] = field(default_factory=list)
     """The `on` arm's likeliest family policy after each game (`FamilyParams.describe`)."""
+    opponents: list[str] = field(default_factory=list)
+    """Who played each game (a switching or mixed season's schedule)."""
     memory: EchoMemory | None = None
     """The `on` arm's memory at the end."""
 
@@ -266,6 +269,7 @@ class Season:
             "against": self.against,
             "none": self.none,
             "identified": self.identified,
+            "opponents": self.opponents,
             "wins": self.wins,
         }
         if "on" in self.wins and "off" in self.wins:
@@ -309,10 +313,23 @@ def run_season(
     config: EchoConfig | None = None,
     progress: Callable[[int], None] | None = None,
     correction: tuple[Subject, float] | None = None,
+    switch_every: int | None = None,
+    mix: Sequence[str] = (),
 ) -> Season:
+    """A season of `games` games against `voldemort` (from `switch_at` on, `switch_to`;
+    with `switch_every`, the two alternate every that many games; with `mix`, each game's
+    opponent is drawn from `mix` by the season's own stream), every arm on the same
+    seeds. The memory scope is the first opponent's name: every opponent plays into it,
+    as the same person would."""
     cfg = config or default_config()
+    if mix and (switch_to is not None or switch_every is not None):
+        raise ValueError("a season mixes opponents or switches between two, not both")
+    if switch_every is not None and switch_to is None:
+        raise ValueError("--switch-every needs --switch-to (the second opponent)")
+    draws = random.Random(f"horcrux-season-mix:{seed}")
+    schedule = [draws.choice(list(mix)) for _ in range(games)] if mix else []
     rule_set = PRESETS[rules]
-    if switch_to is not None and switch_at is None:
+    if switch_to is not None and switch_at is None and switch_every is None:
         switch_at = games // 2
     names = tuple(dict.fromkeys(arms))
     opponent = voldemort.split(":", 1)[0]
@@ -320,7 +337,13 @@ def run_season(
     season = Season(voldemort, switch_to, switch_at, seed, games, names)
     season.wins = {a: [] for a in names}
     for g in range(games):
-        opp = switch_to if switch_to and switch_at is not None and g >= switch_at else voldemort
+        if schedule:
+            opp = schedule[g]
+        elif switch_to and switch_every is not None:
+            opp = switch_to if (g // switch_every) % 2 else voldemort
+        else:
+            opp = switch_to if switch_to and switch_at is not None and g >= switch_at else voldemort
+        season.opponents.append(opp)
         for name, arm in state.items():
             plan = arm.plan()
             if name == "on":
