@@ -35,6 +35,7 @@ from horcrux.echo.corrections import add_correction
 from horcrux.echo.model import Correction, EchoMemory, Opponent
 from horcrux.echo.pin import decode_pin, encode_pin
 from horcrux.echo.use import MemoryPlan, memory_line, memory_plan
+from horcrux.models import HarryMoved, VoldemortMoved
 from horcrux.rules import CLASSIC
 from horcrux.service import ECHO_KEY, GameService
 from horcrux.service.ai import make_brain
@@ -269,3 +270,31 @@ def test_a_wrong_correction_is_flagged_and_stops_steering_after_three_games() ->
     assert plan.opponent.policies[0].trigger == "threshold"  # the evidence plays
     shown = who.summary(item)
     assert shown["contradicted"] == [correction.id] and "contradict" in str(shown["why"])
+
+
+@pytest.mark.slow
+def test_a_warm_process_plays_the_same_game_as_fresh_brains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The memory-playing Harry kept between turns (`service.ai.WARM_GAMES`) plays exactly
+    the moves of one built afresh and synced to the view every turn."""
+    from horcrux.service import ai
+
+    store = MemoryStore()
+    for i in range(2):
+        start_game(store, f"k{i}", CLASSIC, 37000 + i, dict(FAMILY_SEATS))
+        play_to_end(store, f"k{i}")
+        compaction.compact(store, f"k{i}")
+    moves = {}
+    for game_id, warm in (("warm", ai.WARM_GAMES), ("fresh", 0)):
+        monkeypatch.setattr(ai, "WARM_GAMES", warm)
+        ai._warm.clear()
+        service = GameService(store, inline_ai=True)
+        start_game(store, game_id, CLASSIC, 37050, dict(FAMILY_SEATS))
+        service.dispatch(game_id, max_turns=200)
+        assert store.load(game_id).state.over
+        assert "opponent" in json.loads(store.load(game_id).beliefs[ECHO_KEY])
+        events = store.events(game_id, limit=1000).events
+        moves[game_id] = [e.action for e in events if isinstance(e, HarryMoved | VoldemortMoved)]
+    assert len(ai._warm) == 0  # the fresh run kept nothing
+    assert moves["warm"] == moves["fresh"] and len(moves["warm"]) > 10

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -170,14 +170,30 @@ def apply_memory(
     return read
 
 
-def against_opponent(brain: Brain, read: MemoryRead) -> Brain:
+WARM_GAMES = 16
+"""How many games' memory-playing Harrys a warm process keeps between turns."""
+_warm: OrderedDict[tuple[str, bytes], Brain] = OrderedDict()
+
+
+def against_opponent(brain: Brain, read: MemoryRead, game_id: str = "") -> Brain:
     """The memory planner playing against who memory says the opponent is, if the pin
-    names him (`horcrux.agents.particle_harry.against`; `echo.opponent`); else `brain`."""
+    names him (`horcrux.agents.particle_harry.against`; `echo.opponent`); else `brain`.
+
+    That Harry's belief is a pure function of the view (each update's draws come from
+    streams keyed by the turn and the record), so a warm process keeps it between turns
+    (the last `WARM_GAMES` games, keyed by the game and its pin): the next turn folds in
+    one turn instead of the whole game, and decides exactly as a fresh one synced to the
+    same view (tested)."""
     if read.pin is None or read.status == PIN_UNREADABLE:
         return brain
     planner = memory_planner(brain)
     if planner is None or planner is not brain:  # the gated brain keeps its own planner
         return brain
+    key = (game_id, read.pin)
+    kept = _warm.get(key) if game_id else None
+    if kept is not None:
+        _warm.move_to_end(key)
+        return kept
     from horcrux.echo.pin import decode_pin
 
     prior = decode_pin(read.pin).opponent
@@ -185,7 +201,12 @@ def against_opponent(brain: Brain, read: MemoryRead) -> Brain:
         return brain
     from horcrux.agents.particle_harry import against
 
-    return against(planner, prior)
+    made = against(planner, prior)
+    if game_id:
+        _warm[key] = made
+        while len(_warm) > WARM_GAMES:
+            _warm.popitem(last=False)
+    return made
 
 
 def copy_memory(snapshot: GameSnapshot, brain: object, counts: Counter[str]) -> str | None:
@@ -235,7 +256,7 @@ def make_brain(
     read = MemoryRead()
     if seat == "harry":
         read = apply_memory(store, snapshot, brain, counts)
-        brain = against_opponent(brain, read)
+        brain = against_opponent(brain, read, snapshot.game_id)
     else:
         read = MemoryRead(status=copy_memory(snapshot, brain, counts))
     data = snapshot.beliefs.get(seat)
@@ -400,6 +421,7 @@ __all__ = [
     "COPIED",
     "ECHO_KEY",
     "PIN_UNREADABLE",
+    "WARM_GAMES",
     "MadeBrain",
     "MemoryRead",
     "against_opponent",
