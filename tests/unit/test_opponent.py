@@ -69,3 +69,24 @@ def test_the_pin_carries_the_opponent_compactly_and_refuses_a_malformed_one() ->
     for bad in (b'{"v": 2, "opponent": []}', b'{"v": 2, "opponent": [[0, 0, 0, 0, -1]]}'):
         with pytest.raises((ValueError, TypeError)):
             decode_pin(bad)
+
+
+def test_the_identification_table_counts_classes_named_right() -> None:
+    from horcrux_tools.echo.family_seasons import classes_of, identification_table
+
+    assert classes_of("member=reference") == ("positive", "-")
+    assert classes_of(draw(37).describe()) == ("threshold", "bayes-moving")
+    seasons = [
+        {
+            "describe": draw(37).describe(),
+            "identified": {"1": draw(9).describe(), "5": draw(37).describe()},
+        },
+        {
+            "describe": draw(9).describe(),
+            "identified": {"1": draw(9).describe(), "5": draw(9).describe()},
+        },
+    ]
+    lines = identification_table(seasons)
+    assert "| 1 | 1/2 | 1/2 | 1/2 (50%) |" in lines
+    assert "| 5 | 2/2 | 2/2 | 2/2 (100%) |" in lines
+    assert "| threshold | 0 | 1 | 0 | 0 | 0 |" in lines

@@ -60,6 +60,8 @@ IMAGE_NAME = "family-seasons.png"
 DIFFS = (("on_off", "off"), ("on_counter", "counter"))
 
 Job = tuple[str, int | None, int, int, str]
+IDENTIFY_AT = (1, 5, 10, 20, 50)
+"""The games after which each season's likeliest policy is kept (the identification)."""
 
 
 def _season(job: Job) -> dict[str, Any]:
@@ -77,6 +79,11 @@ def _season(job: Job) -> dict[str, Any]:
         "gates": [round(g, 2) for g in season.gates],
         "planned": "".join("1" if p else "0" for p in season.planned),
         "learned": season.rates[-1] if season.rates else {},
+        "against": "".join("1" if a else "0" for a in season.against),
+        "none": season.none[-1] if season.none else None,
+        "identified": {
+            str(g): season.identified[g - 1] for g in IDENTIFY_AT if g <= len(season.identified)
+        },
     }
     for key, arm in DIFFS:
         diff, se = paired(wins["on"][half:], wins[arm][half:])
@@ -224,6 +231,7 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         for s in worst:
             lines.append(f"- `{s['opponent']}` {_cell(s['on_off'])}: {s['describe']}")
     lines += _learned_table(drawn, n)
+    lines += identification_table(drawn)
     for name in images:
         lines += ["", f"![{name}](img/{name})"]
     lines += [
@@ -234,6 +242,72 @@ def render_section(data: dict[str, Any], images: Sequence[str] = ()) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+def classes_of(describe: str) -> tuple[str, str]:
+    """(trigger class, observer class) of a `FamilyParams.describe` line (a named member:
+    its family equivalent's trigger, and `-` for the observer it does not use)."""
+    if describe.startswith("member="):
+        member = describe.split("=", 1)[1]
+        return ("positive" if member == "reference" else "never", "-")
+    fields = dict(part.split("=", 1) for part in describe.split() if "=" in part)
+    trigger = fields.get("trigger", "?")
+    for mark in "@*+":
+        trigger = trigger.split(mark)[0]
+    return trigger, fields.get("observer", "?").split(":")[0]
+
+
+def identification_table(drawn: Sequence[dict[str, Any]]) -> list[str]:
+    """How often memory's likeliest policy names the draw's trigger and observer class
+    (the observer only where the draw's trigger or decoys read it), after each of
+    `IDENTIFY_AT` games, and the confusion of the trigger classes at the last of them."""
+    found = [s for s in drawn if s.get("identified")]
+    if not found:
+        return []
+    marks = [g for g in IDENTIFY_AT if all(str(g) in s["identified"] for s in found)]
+    if not marks:
+        return []
+    lines = [
+        "",
+        "**Who the opponent is** (`echo.opponent`): memory's likeliest policy after g games "
+        "against its draw, share of the draws where it names the draw's trigger class, its "
+        "observer class (draws whose trigger reads an observer), and both:",
+        "",
+        "| after games | trigger | observer | both |",
+        "|---|---|---|---|",
+    ]
+    for g in marks:
+        t_ok = o_ok = both = o_n = 0
+        for s in found:
+            true_t, true_o = classes_of(s["describe"])
+            got_t, got_o = classes_of(s["identified"][str(g)])
+            reads = true_t in ("threshold", "predicted", "hazard")
+            t_ok += got_t == true_t
+            if reads:
+                o_n += 1
+                o_ok += got_o == true_o
+            both += got_t == true_t and (not reads or got_o == true_o)
+        n = len(found)
+        obs = f"{o_ok}/{o_n}" if o_n else "-"
+        lines.append(f"| {g} | {t_ok}/{n} | {obs} | {both}/{n} ({100 * both / n:.0f}%) |")
+    last = str(marks[-1])
+    triggers = ["positive", "threshold", "predicted", "hazard", "never"]
+    lines += [
+        "",
+        f"The trigger classes after {last} games (rows: the draw's; columns: memory's):",
+        "",
+        "| draw \\ memory | " + " | ".join(triggers) + " |",
+        "|---|" + "---|" * len(triggers),
+    ]
+    for t in triggers:
+        row = [s for s in found if classes_of(s["describe"])[0] == t]
+        if not row:
+            continue
+        counts = [
+            sum(1 for s in row if classes_of(s["identified"][last])[0] == u) for u in triggers
+        ]
+        lines.append(f"| {t} | " + " | ".join(str(c) for c in counts) + " |")
+    return lines
 
 
 def _rate(value: float | None) -> str:
@@ -373,6 +447,8 @@ __all__ = [
     "LOG_NAME",
     "NAMED",
     "across",
+    "classes_of",
+    "identification_table",
     "over_draws",
     "render_section",
     "run_family_seasons",
