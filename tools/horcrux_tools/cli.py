@@ -285,9 +285,16 @@ def cmd_season(args: argparse.Namespace) -> int:
         print(json.dumps(data, sort_keys=True))
         return 0
     half = args.games // 2
+    if args.mix:
+        against = f"each game one of {args.mix}"
+    elif args.switch_to and args.switch_every:
+        against = f"{args.voldemort} and {args.switch_to}, alternating every {args.switch_every}"
+    elif args.switch_to:
+        against = f"{args.voldemort} -> {args.switch_to} at game {season.switch_at}"
+    else:
+        against = args.voldemort
     print(
-        f"{args.games} games vs {args.voldemort}"
-        + (f" -> {args.switch_to} at game {season.switch_at}" if args.switch_to else "")
+        f"{args.games} games vs {against}"
         + f"; memory items max {data['memory_items_max']}, last {data['memory_items_last']}"
     )
     for arm, rates in data["arms"].items():
