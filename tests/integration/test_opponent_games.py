@@ -110,7 +110,9 @@ def test_memory_names_a_drawn_opponent_after_a_few_games_and_plays_him() -> None
     assert plan is not None and plan.opponent == prior
     found = who.summary(item)
     assert found["plays"] is True
-    assert str(found["sentence"]).startswith("he relocates when a map of your evidence")
+    assert str(found["sentence"]).startswith(
+        "Voldemort relocates a Horcrux once a map of Harry's evidence"
+    )
     assert "over 3 games" in str(found["sentence"])
     line = memory_line(memory)
     assert line is not None and "he moves a Horcrux once you look about 0.5" in line
@@ -199,7 +201,7 @@ def test_the_end_of_a_game_names_the_opponent_and_the_next_game_plays_him(store:
     view = ops.inspect(store, *scope)
     (shown,) = [i for i in view["items"] if i["level"] == "opponent"]
     assert shown["plays"] is True and shown["games"] == 3
-    assert shown["text"].startswith("he relocates when a map of your evidence")
+    assert shown["text"].startswith("Voldemort relocates a Horcrux once a map of Harry's evidence")
     assert shown["hypotheses"][0]["p"] > 0.9
 
 

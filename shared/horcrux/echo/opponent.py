@@ -364,37 +364,38 @@ def canonical(params: FamilyParams) -> FamilyParams:
 
 
 def describe(params: FamilyParams) -> str:
-    """One policy in a player's words."""
+    """One policy in words, of Voldemort and Harry (the operator's and the player's views;
+    the memory line, which Harry reads, has `short`)."""
     reader = {
-        "tally": "a count of your recent searches",
-        "bayes-static": "a map of your evidence that assumes nothing moves",
-        "bayes-moving": "a map of your evidence that allows for his own moves",
-        "heuristic": "a simple tally of your positives",
-        "copy": "a copy of your own play",
+        "tally": "a count of Harry's recent searches",
+        "bayes-static": "a map of Harry's evidence that assumes nothing moves",
+        "bayes-moving": "a map of Harry's evidence that allows for relocations",
+        "heuristic": "a simple tally of Harry's positives",
+        "copy": "a copy of Harry's own play",
     }[params.observer]
     if params.trigger == "positive":
-        when = (
-            "relocates a Horcrux right after you find it"
-            if params.delay == 0
-            else f"relocates a Horcrux {params.delay} turns after you find it"
-        )
+        after = "right" if params.delay == 0 else f"{params.delay} turns"
+        when = f"relocates a Horcrux {after} after Harry finds it"
     elif params.trigger == "threshold":
-        when = f"relocates when {reader} puts your confidence at about {params.threshold:.2f}"
+        when = (
+            f"relocates a Horcrux once {reader} puts Harry's confidence in it at about "
+            f"{params.threshold:.2f}"
+        )
     elif params.trigger == "predicted":
-        when = f"relocates the Horcrux {reader} says you attack next"
+        when = f"relocates the Horcrux {reader} says Harry attacks next"
     elif params.trigger == "hazard":
-        when = f"relocates more often the surer {reader} says you are ({params.gain:.2f})"
+        when = f"relocates more often the surer {reader} says Harry is (gain {params.gain:.2f})"
     else:
         when = "never relocates"
     where = {
         "uniform": "anywhere free",
-        "least-likely": "where you least expect it",
-        "far": "where you looked longest ago",
+        "least-likely": "where Harry least expects it",
+        "far": "where Harry looked longest ago",
     }[params.destination]
     where_decoys = {
-        "observer-top": f"where {reader} says you expect a Horcrux",
-        "evidence-top": "where your searches point",
-        "blind-early": "where your evidence is strongest",
+        "observer-top": f"where {reader} says Harry expects a Horcrux",
+        "evidence-top": "where Harry's searches point",
+        "blind-early": "where Harry's evidence is strongest",
     }
     when_decoys = {
         "early": "from the start",
@@ -470,9 +471,9 @@ def summary(item: Opponent, n: int = 3) -> dict[str, object]:
     best = hypotheses[0] if hypotheses else None
     games = f"{item.games} game" + ("" if item.games == 1 else "s")
     if best is not None and plays:
-        text = f"he {best['words']}: p {best['p']:.2f} over {games}"
+        text = f"Voldemort {best['words']}: p {best['p']:.2f} over {games}"
     else:
-        text = f"he plays like none of the family I know: p {none:.2f} over {games}"
+        text = f"Voldemort plays like none of the family's policies: p {none:.2f} over {games}"
     return {
         "games": item.games,
         "none": round(none, 4),
