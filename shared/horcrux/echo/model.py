@@ -256,6 +256,9 @@ class Opponent(_Item):
     decoys: tuple[tuple[float, ...], ...]
     none: float = 0.0
     games: int = 0
+    edge: float = 0.0
+    """The discounted sum, over games, of how much better the posterior before each game
+    predicted it than "none of these" (nats, each game's share at least -10)."""
     contradicted: tuple[str, ...] = ()
     """The operator's corrections his moves contradict (ids): they no longer steer play."""
 

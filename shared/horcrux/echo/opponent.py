@@ -21,12 +21,18 @@ family's marginal likelihood sum_policy P0 exp(...). A person playing Voldemort 
 family: his moves cost every policy alike (each move a policy calls impossible costs its
 EPS floor), the default's mixture predicts them better, and "none of these" wins.
 
-`plan_prior` is what memory plays: while P(none) is below `PLAY_BELOW`, the `TOP`
-likeliest distinct behaviours (policies that differ only in a dimension their moves never
-read are one behaviour) as the particle Harry's `Prior`, weighted by the posterior; else
-None, and the game is played by the default. Every choice over computed floats goes
-through `horcrux.belief.ties` or compares exact values (the tables are Python-float sums
-in the game's order, the same on every machine).
+`plan_prior` is what memory plays, through its own gate (`plays`): after each game the
+posterior from before it is scored on how well it predicted the game, against "none of
+these" (the log of the posterior's mixture likelihood of the game minus the default's,
+at least -EDGE_CLIP a game), and discounted like the rest (`edge`). Memory plays while
+that edge is above 0 and P(none) is below `PLAY_BELOW`: the `TOP` likeliest distinct
+behaviours (policies that differ only in a dimension their moves never read are one
+behaviour) as the particle Harry's `Prior`, weighted by the posterior; else None, and
+the game is played by the default. An opponent who changes every game (no one policy
+explains him) keeps the edge below 0: memory then plays exactly the default. An
+operator's correction steers at once (`corrected`). Every choice over computed floats
+goes through `horcrux.belief.ties` or compares exact values (the tables are
+Python-float sums in the game's order, the same on every machine).
 """
 
 from __future__ import annotations
@@ -111,6 +117,8 @@ def log_prior() -> Grid:
     return out
 
 
+EDGE_CLIP = 10.0
+"""One game lowers the edge by at most this many nats (robust, like `CLIP`)."""
 CLIP = 10.0
 """One game moves each table's entry at most this many nats below that table's best of the
 game: a policy one game all but rules out is strongly, but boundedly, disfavoured, so an
@@ -155,8 +163,25 @@ def updated(
         destination=_zeros(len(DESTINATION_CELLS)),
         decoys=_zeros(len(DECOY_CELLS)),
     )
+    # what memory would have played before the game (its behaviours and their weights,
+    # or the family's prior before any game) predicting it, against the default's mixture
+    game = _grid(fit.trigger, fit.destination, fit.decoys)
+    if base.games == 0:
+        weights = np.exp(log_prior())
+        best = float(game.max())
+        predicted = best + math.log(float((weights * np.exp(game - best)).sum()))
+    else:
+        played = behaviours(base)
+        lls = [float(game[cell_of(p)]) for p, _ in played]
+        total = sum(w for _, w in played)
+        best = max(lls)
+        predicted = best + math.log(
+            sum(w / total * math.exp(ll - best) for (_, w), ll in zip(played, lls, strict=True))
+        )
+    edge = max(predicted - none_loglik, -EDGE_CLIP)
     return base.model_copy(
         update={
+            "edge": round(discount * base.edge + edge, ROUND),
             "trigger": _fold(base.trigger, fit.trigger, discount),
             "destination": _fold(base.destination, fit.destination, discount),
             "decoys": _fold(base.decoys, fit.decoys, discount),
@@ -167,12 +192,18 @@ def updated(
     )
 
 
+def _grid(trigger: Table, destination: Table, decoys: Table) -> Grid:
+    """T[t, o] + D[d, o] + C[c, o] over the cells (trigger, observer, destination, decoys)."""
+    t = np.array(trigger)
+    d = np.array(destination)
+    c = np.array(decoys)
+    out: Grid = t[:, :, None, None] + d.T[None, :, :, None] + c.T[None, :, None, :]
+    return out
+
+
 def log_joint(item: Opponent) -> Grid:
     """log P0(policy) + its score, over the cells."""
-    t = np.array(item.trigger)
-    d = np.array(item.destination)
-    c = np.array(item.decoys)
-    out: Grid = log_prior() + t[:, :, None, None] + d.T[None, :, :, None] + c.T[None, :, None, :]
+    out: Grid = log_prior() + _grid(item.trigger, item.destination, item.decoys)
     return out
 
 
@@ -216,7 +247,7 @@ def plan_prior(
     steering = [c for c in corrections if steers(c, item)]
     if steering:
         item = corrected(item, steering)
-    if item is None or (item.games == 0 and not steering):
+    if item is None or (not steering and not plays(item)):
         return None
     if not ties.below(p_none(item), PLAY_BELOW):
         return None
@@ -328,6 +359,13 @@ def contradictions(
     )
 
 
+def plays(item: Opponent) -> bool:
+    """Whether memory plays who it says the opponent is: after a game, while its
+    posterior has out-predicted the default (`edge` above 0) and "none of these" is below
+    `PLAY_BELOW`."""
+    return item.games > 0 and ties.above(item.edge, 0.0) and ties.below(p_none(item), PLAY_BELOW)
+
+
 def classes(item: Opponent, n: int = 3) -> list[tuple[FamilyParams, float]]:
     """The `n` likeliest classes of behaviour (a behaviour without its trigger's
     parameter: the threshold, the gain or the delay), each with its weight in the family
@@ -430,6 +468,7 @@ __all__ = [
     "log_prior",
     "p_none",
     "plan_prior",
+    "plays",
     "short",
     "steers",
     "summary",
@@ -445,22 +484,27 @@ def summary(item: Opponent, n: int = 3) -> dict[str, object]:
     behaviour's weight in it) and the games they rest on, and one sentence of it."""
     none = p_none(item)
     found = classes(item, n)
-    plays = item.games > 0 and ties.below(none, PLAY_BELOW)
+    playing = plays(item)
     hypotheses = [
         {"words": describe(p), "policy": p.describe(), "p": round((1.0 - none) * w, 4)}
         for p, w in found
     ]
     if item.games == 0:
         why = "no game yet"
-    elif plays:
+    elif playing:
         why = (
             "plays it: the family's policies explain his moves better than the default "
             f"(none of these: p {none:.2f})"
         )
-    else:
+    elif not ties.below(none, PLAY_BELOW):
         why = (
             "held back: no policy of the family explains his moves better than the "
             f"default (none of these: p {none:.2f})"
+        )
+    else:
+        why = (
+            "held back: what memory said of him before each game predicted it worse than "
+            f"the default (edge {item.edge:.1f} nats): he changes, or none fits"
         )
     if item.contradicted:
         n_wrong = len(item.contradicted)
@@ -470,14 +514,15 @@ def summary(item: Opponent, n: int = 3) -> dict[str, object]:
         )
     best = hypotheses[0] if hypotheses else None
     games = f"{item.games} game" + ("" if item.games == 1 else "s")
-    if best is not None and plays:
+    if best is not None and playing:
         text = f"Voldemort {best['words']}: p {best['p']:.2f} over {games}"
     else:
         text = f"Voldemort plays like none of the family's policies: p {none:.2f} over {games}"
     return {
         "games": item.games,
         "none": round(none, 4),
-        "plays": plays,
+        "plays": playing,
+        "edge": item.edge,
         "why": why,
         "hypotheses": hypotheses,
         "contradicted": list(item.contradicted),
@@ -501,7 +546,7 @@ def short(params: FamilyParams) -> str:
 
 def line(item: Opponent | None) -> str | None:
     """The memory line's part (L1, a few words): who he is, while memory plays it."""
-    if item is None or item.games == 0 or not ties.below(p_none(item), PLAY_BELOW):
+    if item is None or not plays(item):
         return None
     best, weight = classes(item, 1)[0]
     p = (1.0 - p_none(item)) * weight
