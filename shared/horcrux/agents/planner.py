@@ -13,7 +13,7 @@
   `WindowPlannerHarry`); `planner-window:full` is the same Harry remembering everything.
 
 Among equally good locations every planner takes the first in a per-turn shuffled order
-(`tie_order`), not board order: see `tie_order` and `WindowPlannerHarry`.
+(`horcrux.belief.ties.tie_order`), not board order: see `WindowPlannerHarry`.
 * `seed-heuristic`: the seed heuristic's map and rule (attack the top location when the map's
   entropy is below 1 bit, else search the top location; 10% of turns search a random
   non-top location instead).
@@ -35,7 +35,6 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -51,7 +50,17 @@ from horcrux.belief.bayes import (
 )
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.belief.policy import RANDOMISED, PlannerParams
-from horcrux.belief.ties import above, argmax_first, at_least, at_least_array, at_most
+from horcrux.belief.ties import (
+    above,
+    argmax_first,
+    at_least,
+    at_least_array,
+    at_most,
+    below,
+)
+
+# re-exported (the explicit form): the particle Harrys read it here
+from horcrux.belief.ties import tie_order as tie_order  # noqa: PLC0414
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
@@ -66,22 +75,6 @@ class Choice:
     move: HarryMove
     kind: str
     value: float
-
-
-@lru_cache(maxsize=256)
-def tie_order(n: int, turn: int) -> FloatArray:
-    """Tie-break ranks for the n locations at `turn`: a permutation drawn from the turn.
-
-    Harry has no reason to prefer one of several equally good locations; a fixed board
-    order would make a forgetful Harry (the memory window) cycle through the same few
-    locations he keeps forgetting and never reach the others. Deterministic in the turn,
-    so a decision stays a pure function of the view (snapshots, the gated brain's shadow).
-    """
-    ranks = list(range(n))
-    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
-    out = np.array(ranks, dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def _argmax(values: FloatArray, ties: FloatArray) -> int:
@@ -583,7 +576,7 @@ class SeedHeuristicHarry:
         move: HarryMove
         if rng.random() < self.EXPLORE:
             move, kind, source = Search(location=rng.choice(ranked[1:])[0]), "search", "explore"
-        elif self.belief.entropy() < self.ATTACK_BELOW_BITS and view.attacks_left > 0:
+        elif below(self.belief.entropy(), self.ATTACK_BELOW_BITS) and view.attacks_left > 0:
             move, kind = Attack(location=top), "attack"
         else:
             move, kind = Search(location=top), "search"

@@ -42,7 +42,6 @@ from horcrux.belief.information import (
     binary_entropy,
 )
 from horcrux.belief.reacting import (
-    _tie_ranks,
     race_attack,
 )
 from horcrux.belief.tables import (
@@ -65,8 +64,8 @@ def _belief_point(turn: int, k: int, m: FloatArray, locations: tuple[str, ...]) 
         p = m / k
         p = p[p > 0.0]
         entropy = float(-(p * np.log2(p)).sum())
-    order = np.argsort(-m, kind="stable")[:3]
-    top = tuple((locations[int(i)], round(float(m[i]), 6)) for i in order)
+    order = ties.ranked(m.tolist())[:3]  # near-equals in board order
+    top = tuple((locations[i], round(float(m[i]), 6)) for i in order)
     return BeliefPoint(turn=turn, entropy=round(entropy, 6), top=top)
 
 
@@ -228,8 +227,8 @@ class BayesBelief:
 
     def top(self, n: int = 3) -> list[tuple[str, float]]:
         m = self.marginals()
-        order = np.argsort(-m, kind="stable")[:n]
-        return [(self.rules.locations[int(i)], round(float(m[i]), 6)) for i in order]
+        order = ties.ranked(m.tolist())[:n]  # near-equals in board order
+        return [(self.rules.locations[i], round(float(m[i]), 6)) for i in order]
 
     def preview(self, location: str, positive: bool, sensor: Sensor | None = None) -> FloatArray:
         """The marginals Harry would hold after one more search at `location` with this
@@ -380,7 +379,9 @@ class BayesBelief:
             top <= threshold - rule.spread if rule.spread > 0.0 else ties.below(top, threshold)
         ):
             return out  # no attack: the top location is below every jittered threshold
-        best = ties.argmax_first(seen, _tie_ranks(self._n, turn))  # lowest tie rank of the near-top
+        best = ties.argmax_first(
+            seen, ties.tie_ranks(self._n, turn)
+        )  # lowest tie rank of the near-top
         if forced:
             out[best] = 1.0
             return out

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from horcrux.belief import ties
 from horcrux.belief.catalogue import AdversaryModel, Placement
 from horcrux.belief.reacting import (
     _top_groups,
@@ -164,13 +165,11 @@ class _Planting:
                     planted_all[i] = planted
                     continue
                 if placement == "greedy":  # every location, best evidence first
-                    order = np.argsort(-evidence, kind="stable").tolist()
+                    order = ties.ranked(evidence.tolist())  # near-equals in board order
                 else:
                     if cand is None:  # best evidence first, board order on ties
                         seen = evidence.tolist()
-                        cand = sorted(
-                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
-                        )
+                        cand = [j for j in ties.ranked(seen) if ties.above(seen[j], 0.0)]
                     order = cand
                 if not order:
                     continue

@@ -4,9 +4,6 @@ and Harry's one-turn race against a copy of his code (`race_attack`)."""
 
 from __future__ import annotations
 
-import random
-from functools import lru_cache
-
 import numpy as np
 
 from horcrux.belief import ties
@@ -186,7 +183,8 @@ class _BeliefPlan:
         lowest it lacks."""
         if self._band is None or self._first is None:
             tab = self.tab
-            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+            # the k+1 lowest, near-equals in board order (`ties.ranked`, lowest first)
+            lowest = np.array(ties.ranked(self.harry.tolist(), lowest=True)[: tab.k + 1])
             edge = self.harry.take(lowest) + (LOW_BAND + ties.TOL)  # the band's edge included
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # the first False of member[:, lowest], as k vector ops from the last one (a
@@ -249,23 +247,6 @@ def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[
     # in Python floats (a handful of values); near-equals tied (`ties`: the same groups
     # on every machine), each group in board order
     return ties.tie_groups(seen.tolist(), floor, band)
-
-
-@lru_cache(maxsize=256)
-def _tie_ranks(n: int, turn: int) -> list[float]:
-    """`_tie_order` as Python floats, cached (never to be written)."""
-    ranks: list[float] = _tie_order(n, turn).tolist()
-    return ranks
-
-
-@lru_cache(maxsize=256)
-def _tie_order(n: int, turn: int) -> FloatArray:
-    """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
-    ranks = list(range(n))
-    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
-    out = np.array(ranks, dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:

@@ -174,6 +174,7 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             rule=item.rule, params=item.params, valid_from=item.valid_from, valid_to=item.valid_to
         )
     elif isinstance(item, Style):
+        from horcrux.belief import ties
         from horcrux.belief.bayes import DEFAULT_MODE, MODES
         from horcrux.echo import style
 
@@ -181,7 +182,7 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
         view.update(
             games=item.games,
             scores=item.scores,
-            posterior={u: round(p, 4) for u, p in sorted(q.items(), key=lambda kv: -kv[1])},
+            posterior={u: round(q[u], 4) for u in ties.ranked_items(q, q)},
             thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
         )
     elif isinstance(item, Correction):
