@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
+from horcrux.belief import policy
 from horcrux.belief.bayes import (
     DEFAULT_MODE,
     MODES,
@@ -230,10 +231,8 @@ def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> Plan
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:
     """Whether the rule attacks whatever the map says: no more turns than Horcruxes left,
     or (the endgame) the attacks left cover every turn left."""
-    if view.attacks_left <= 0:
-        return False
-    return view.turns_left <= view.horcruxes_left or (
-        params.endgame and view.turns_left <= view.attacks_left
+    return policy.forced_attack(
+        view.turns_left, view.horcruxes_left, view.attacks_left, params.endgame
     )
 
 
@@ -280,8 +279,7 @@ def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: flo
         if model.motion != "belief":
             continue
         if model.reads == "rule":
-            rule = model.rule or (threshold,)
-            tau = rule[max(0, min(spare, len(rule) - 1))] - model.spread
+            tau = policy.spare_threshold(model.rule or (threshold,), spare) - model.spread
         else:
             tau = model.threshold - model.spread
         total += float(w)

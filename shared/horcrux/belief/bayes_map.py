@@ -12,7 +12,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from horcrux.belief import ties
+from horcrux.belief import policy, ties
 from horcrux.belief.base import BeliefPoint
 from horcrux.belief.budgets import (
     Prior,
@@ -328,9 +328,8 @@ class BayesBelief:
         if ties.below(rho, rule.race):
             return None
         turns_left = self.rules.max_turns - self._next_turn + 1
-        forced = turns_left <= k or turns_left <= attacks
-        thresholds = rule.rule or RULE_THRESHOLDS
-        cost = rule.race_cost * thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        forced = policy.forced_attack(turns_left, k, attacks, endgame=True)
+        cost = rule.race_cost * policy.spare_threshold(rule.rule or RULE_THRESHOLDS, attacks - k)
         return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
@@ -370,11 +369,10 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        forced = turns_left <= k or turns_left <= attacks
+        forced = policy.forced_attack(turns_left, k, attacks, endgame=True)
         seen = own.tolist()
         top = max(seen)
-        thresholds = rule.rule or RULE_THRESHOLDS
-        threshold = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        threshold = policy.spare_threshold(rule.rule or RULE_THRESHOLDS, attacks - k)
         if not forced and (
             top <= threshold - rule.spread if rule.spread > 0.0 else ties.below(top, threshold)
         ):
