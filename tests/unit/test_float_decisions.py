@@ -37,7 +37,7 @@ ALLOWED: dict[Site, str] = {
         "the particle brains are the lead's (issue 42's brief): the policy weights listed in "
         "the simulator's stats, names after exact ties; no move reads it"
     ),
-    ("belief/filter.py", "_Filters._move_belief", "argmax"): (
+    ("belief/filter.py", "Filters._move_belief", "argmax"): (
         "Harry's attack vector under the rule has at most one nonzero entry "
         "(`_rule_attack` sets only its pick, made by ties.argmax_first): argmax reads where "
         "it is, and an all-zero vector returns before its index is used"

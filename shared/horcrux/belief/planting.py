@@ -1,4 +1,4 @@
-"""Where the stacked filters' models plant decoys (`_Filters` takes these methods): at
+"""Where the stacked filters' models plant decoys (`Filters` takes these methods): at
 the top public evidence, at random, on Harry's map, or wherever they can (`greedy`)."""
 
 from __future__ import annotations
@@ -10,24 +10,24 @@ import numpy as np
 from horcrux.belief import ties
 from horcrux.belief.catalogue import AdversaryModel, Placement
 from horcrux.belief.reacting import (
-    _top_groups,
+    top_groups,
 )
 from horcrux.belief.tables import (
-    _SUM,
+    SUM,
     FloatArray,
     Maps,
-    _Tables,
+    Tables,
     array_sum,
 )
 
 
-class _Planting:
-    """`_Filters`' decoy planting (a mixin: the attributes are `_Filters`')."""
+class Planting:
+    """`Filters`' decoy planting (a mixin: the attributes are `Filters`')."""
 
     models: tuple[AdversaryModel, ...]
     n: int
     count: int
-    tab: _Tables
+    tab: Tables
     c: FloatArray
     used: FloatArray
     _placement: list[Placement]
@@ -84,7 +84,7 @@ class _Planting:
         index = [i for i, _ in jobs]
         c_rows = np.array([rows[i] for i in index])
         free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
-        totals = _SUM(free, 1).tolist()
+        totals = SUM(free, 1).tolist()
         raise_by = [
             min(1.0, share / total) if total > 0.0 else 0.0
             for (_, share), total in zip(jobs, totals, strict=True)
@@ -149,11 +149,11 @@ class _Planting:
                                 if reads == "naive"
                                 else self.mixture(harry["weights"])
                             )
-                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+                            rated[key] = top_groups(exact_map, self.tab.k / self.n, 0.0)
                         groups = rated[key]
                     else:
                         if reads not in rated:
-                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                            rated[reads] = top_groups(harry[reads], self.tab.k / self.n)
                         groups = rated[reads]
                     if not groups:
                         continue
