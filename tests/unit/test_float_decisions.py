@@ -42,7 +42,7 @@ ALLOWED: dict[Site, str] = {
         "(`_rule_attack` sets only its pick, made by ties.argmax_first): argmax reads where "
         "it is, and an all-zero vector returns before its index is used"
     ),
-    ("echo/core.py", "_cap", "sorted"): (
+    ("echo/lifecycle.py", "_cap", "sorted"): (
         "the key is `created`, a clock timestamp copied into the item, not a computed value"
     ),
     ("echo/use.py", "memory_line", "sorted"): (

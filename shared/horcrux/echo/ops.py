@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from horcrux.echo.config import default_config
-from horcrux.echo.core import live_conflicts
 from horcrux.echo.corrections import (
     UnknownItem,
     add_correction,
@@ -32,6 +31,7 @@ from horcrux.echo.corrections import (
     retire_correction,
 )
 from horcrux.echo.decay import retention
+from horcrux.echo.lifecycle import live_conflicts
 from horcrux.echo.model import (
     ACTIONABLE_SUBJECTS,
     AnyItem,
