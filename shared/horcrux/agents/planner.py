@@ -14,9 +14,6 @@
 
 Among equally good locations every planner takes the first in a per-turn shuffled order
 (`horcrux.belief.ties.tie_order`), not board order: see `WindowPlannerHarry`.
-* `seed-heuristic`: the seed heuristic's map and rule (attack the top location when the map's
-  entropy is below 1 bit, else search the top location; 10% of turns search a random
-  non-top location instead).
 
 Every brain draws randomness only from the `rng` passed to `decide`, records one
 `DecisionRecord` per decision (tier `zero`) and exposes `stats()` for the simulator.
@@ -49,19 +46,9 @@ from horcrux.belief.bayes import (
     FloatArray,
     array_sum,
 )
-from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.belief.policy import RANDOMISED, PlannerParams
-from horcrux.belief.ties import (
-    above,
-    argmax_first,
-    at_least,
-    at_least_array,
-    at_most,
-    below,
-)
-
-# re-exported (the explicit form): the particle Harrys read it here
-from horcrux.belief.ties import tie_order as tie_order  # noqa: PLC0414
+from horcrux.belief.ties import above, argmax_first, at_least, at_least_array, at_most
+from horcrux.belief.ties import tie_order as tie_order  # noqa: PLC0414 (re-exported)
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
@@ -548,51 +535,6 @@ class WindowPlannerHarry(PlannerHarry):
         self.belief = belief
 
 
-class SeedHeuristicHarry:
-    """The seed heuristic's rule on its map: attack the top when H < 1 bit, else search it."""
-
-    name = "seed-heuristic"
-    EXPLORE = 0.10
-    ATTACK_BELOW_BITS = 1.0
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.rules = rules
-        self.belief = HeuristicBelief(rules)
-        self._turn = 0
-        self.decisions: list[DecisionRecord] = []
-        self.counts: Counter[str] = Counter()
-
-    def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
-        start = time.perf_counter()
-        for record in view.history:
-            if record.turn > self._turn:
-                self.belief.update(record)
-                self._turn = record.turn
-        ranked = self.belief.top(len(self.rules.locations))
-        top = ranked[0][0]
-        source: Source = "heuristic"
-        move: HarryMove
-        if rng.random() < self.EXPLORE:
-            move, kind, source = Search(location=rng.choice(ranked[1:])[0]), "search", "explore"
-        elif below(self.belief.entropy(), self.ATTACK_BELOW_BITS) and view.attacks_left > 0:
-            move, kind = Attack(location=top), "attack"
-        else:
-            move, kind = Search(location=top), "search"
-        self.counts[kind if source != "explore" else "explore"] += 1
-        self.decisions.append(
-            DecisionRecord(
-                turn=view.turn,
-                tier="zero",
-                source=source,
-                latency_ms=(time.perf_counter() - start) * 1000.0,
-            )
-        )
-        return move
-
-    def stats(self) -> dict[str, Any]:
-        return {"decisions": len(self.decisions), "actions": dict(sorted(self.counts.items()))}
-
-
 # ---------------------------------------------------------------- registration
 @HARRY_BRAINS.register(
     "planner",
@@ -630,13 +572,6 @@ def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
     )
 
 
-@HARRY_BRAINS.register(
-    "seed-heuristic", description="the seed heuristic's belief map and rule, as first specified"
-)
-def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
-    return SeedHeuristicHarry(options.rules)
-
-
 __all__ = [
     "EXPOSED_AT",
     "MODE_PARAMS",
@@ -647,7 +582,6 @@ __all__ = [
     "Choice",
     "PlannerHarry",
     "PlannerParams",
-    "SeedHeuristicHarry",
     "WindowPlannerHarry",
     "exposed_params",
     "forced_attack",
