@@ -95,7 +95,7 @@ COMPUTED = MapReader()
 """Every filter's reader unless a replay gives it its own."""
 
 
-class Filters(Planting):
+class Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
 
     `w[r, m, s]`: model m's weight of Horcrux set s with r relocation charges left (the
@@ -159,12 +159,11 @@ class Filters(Planting):
             for i, m in self._belief
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
-        self._plant_rates = self.p_plant.tolist()
+        self.planting = Planting(models)
         # the models that may still plant (a rate above 0, decoys left), in model order;
         # replaced, never mutated (lookahead copies share it)
-        self._planters = tuple(i for i, p in enumerate(self._plant_rates) if p > 0.0)
-        self._placement = [m.placement for m in models]
-        self.reads_harry = bool(self._belief) or "belief" in self._placement
+        self.planters = tuple(i for i, p in enumerate(self.planting.rates) if p > 0.0)
+        self.reads_harry = bool(self._belief) or "belief" in self.planting.placement
         self._marginal: FloatArray | None = None
         self._mixed: tuple[FloatArray, FloatArray, FloatArray] | None = None  # `mixture`
         # belief models with no weight left at r >= 1 (no charge left in any set): their
@@ -353,12 +352,12 @@ class Filters(Planting):
             harry = maps()
         if decoys is not None and max(moved_total) > 0.0:
             self._keep_decoys(decoys)
-        if self.used.shape[1] > 1 and self._planters:
+        if self.used.shape[1] > 1 and self.planters:
             stay = [1.0 - x for x in moved_total]
             if hooked:
-                self._section(("plant",), lambda: self._plant(stay, evidence, harry))
+                self._section(("plant",), lambda: self.planting.plant(self, stay, evidence, harry))
             else:
-                self._plant(stay, evidence, harry)
+                self.planting.plant(self, stay, evidence, harry)
 
     def _keep_decoys(self, decoys: FloatArray) -> None:
         """c after the moves, from each model's P(decoy at j) before them (`decoys`): a
