@@ -13,17 +13,8 @@ import numpy as np
 
 from horcrux.belief import policy, ties
 from horcrux.belief.base import BeliefPoint
-from horcrux.belief.budgets import (
-    Prior,
-    forgotten_budgets,
-    plain_prior,
-)
-from horcrux.belief.catalogue import (
-    DEFAULT_MODE,
-    MODES,
-    RULE_THRESHOLDS,
-    AdversaryModel,
-)
+from horcrux.belief.budgets import Prior, forgotten_budgets, plain_prior
+from horcrux.belief.catalogue import DEFAULT_MODE, MODES, RULE_THRESHOLDS, AdversaryModel
 from horcrux.belief.codec import (
     KIND_CODE,
     KINDS,
@@ -32,26 +23,11 @@ from horcrux.belief.codec import (
     SNAPSHOT_VERSION,
     model_of,
 )
-from horcrux.belief.filter import (
-    Filters,
-    MapReader,
-)
-from horcrux.belief.information import (
-    binary_entropy,
-    h2,
-)
-from horcrux.belief.reacting import (
-    race_attack,
-)
-from horcrux.belief.tables import (
-    CLIP,
-    MAX,
-    SUM,
-    TINY,
-    BoolArray,
-    FloatArray,
-    Maps,
-)
+from horcrux.belief.filter import Filters
+from horcrux.belief.information import binary_entropy, h2
+from horcrux.belief.reacting import race_attack
+from horcrux.belief.reader import MapReader
+from horcrux.belief.tables import CLIP, MAX, SUM, TINY, BoolArray, FloatArray, Maps
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 

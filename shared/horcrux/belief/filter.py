@@ -7,26 +7,16 @@ import copy
 import itertools
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from horcrux.belief import ties
-from horcrux.belief.budgets import (
-    Prior,
-    prior_rows,
-)
-from horcrux.belief.catalogue import (
-    EXACT_BAND,
-    LOW_BAND,
-    AdversaryModel,
-)
+from horcrux.belief.budgets import Prior, prior_rows
+from horcrux.belief.catalogue import EXACT_BAND, LOW_BAND, AdversaryModel
 from horcrux.belief.planting import Planting
-from horcrux.belief.reacting import (
-    BeliefPlan,
-    exact_low_rows,
-    level_fill,
-)
+from horcrux.belief.reacting import BeliefPlan, exact_low_rows, level_fill
+from horcrux.belief.reader import COMPUTED, Key
 from horcrux.belief.tables import (
     ANY,
     CLIP,
@@ -54,45 +44,6 @@ KEEP_FLOOR = 1e-6
 """`Filters._keep_decoys`: below this P(no Horcrux at j), c_j is left as it was."""
 
 T = TypeVar("T")
-Key = tuple[Any, ...]
-"""Where a predictive step reads a map: `("pre",)` (before any section), `("belief", i)`
-(model i's move), `("fill", i, go)` (a levelled destination of model i for the sets `go`,
-as bytes), `("plant",)` (the decoys)."""
-
-
-class MapReader:
-    """The filter's hook for a replay of its predictive steps (`horcrux.echo.predictive`
-    records the maps a replayed game's step reads, then serves them to filters started
-    from the true state). Each section of a step is entered with its `Key`; within it,
-    every map the step builds goes through `mixture` and every levelled mass through
-    `mass`. This reader is the filter's own: inactive, it computes every map, records
-    nothing, and the filter skips the hook altogether."""
-
-    active = False
-    """Whether the filter calls the hook (False: the filter's own computation alone)."""
-
-    def begin(self, maps: Callable[[], Maps | None] | None) -> Callable[[], Maps | None] | None:
-        """A predictive step begins; returns the `maps` callback the step is to use."""
-        return maps
-
-    def enter(self, key: Key) -> object:
-        """A section of the step begins; returns what `leave` restores."""
-        return None
-
-    def leave(self, saved: object) -> None:
-        """The section entered last ends (`saved`: what its `enter` returned)."""
-
-    def mixture(self, compute: Callable[[], FloatArray]) -> FloatArray:
-        """Harry's whole map where the step reads it (`compute()` builds it)."""
-        return compute()
-
-    def mass(self, key: Key, mass: float) -> float:
-        """The mass a levelled destination of section `key` shares out."""
-        return mass
-
-
-COMPUTED = MapReader()
-"""Every filter's reader unless a replay gives it its own."""
 
 
 class Filters:

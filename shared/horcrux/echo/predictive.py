@@ -44,7 +44,8 @@ from horcrux.belief.bayes import (
     FloatArray,
     Maps,
 )
-from horcrux.belief.filter import Filters, Key, MapReader
+from horcrux.belief.filter import Filters
+from horcrux.belief.reader import Key, MapReader
 from horcrux.engine import apply, new_game
 from horcrux.models import (
     GameStarted,
