@@ -252,7 +252,7 @@ def test_every_runtime_module_is_in_a_layer_and_none_imports_from_above() -> Non
 
 def test_the_layer_check_finds_an_upward_import() -> None:
     assert layer_of("horcrux.store.port") < layer_of("horcrux.engine")
-    assert layer_of("horcrux.store.dynamodb") > layer_of("horcrux.echo.core")
+    assert layer_of("horcrux.store.dynamodb") > layer_of("horcrux.echo.lifecycle")
     assert layer_of("horcrux.settings") == 0 and layer_of("horcrux.api.app") == len(LAYERS) - 1
     graph = {"horcrux.settings": {"horcrux.store.dynamodb"}, "horcrux.agents.base": set()}
     assert upward_imports(graph) == [

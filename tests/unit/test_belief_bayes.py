@@ -465,9 +465,9 @@ def test_array_sum_adds_like_numpys_sum() -> None:
 
 def test_horcrux_information_is_the_h2_formula_bit_for_bit() -> None:
     """`horcrux_information` computes its binary entropies elementwise, with one numpy
-    call for every logarithm: the same doubles as the formula on the array `_h2`, with
+    call for every logarithm: the same doubles as the formula on the array `h2`, with
     c_j = P(decoy at j) / (1 - m_j) (0 where m_j = 1), g_j = c_j d + (1 - c_j) f."""
-    from horcrux.belief.bayes import _h2, binary_entropy
+    from horcrux.belief.information import binary_entropy, h2
 
     rng = np.random.default_rng(11)
     sensor = CLASSIC.sensor
@@ -482,7 +482,7 @@ def test_horcrux_information_is_the_h2_formula_bit_for_bit() -> None:
             [dj / (1.0 - mj) if mj < 1.0 else 0.0 for mj, dj in zip(m, decoy, strict=True)]
         )
         g = c * d + (1.0 - c) * f
-        want = _h2(m * d + (1.0 - m) * g) - m * binary_entropy(d) - (1.0 - m) * _h2(g)
+        want = h2(m * d + (1.0 - m) * g) - m * binary_entropy(d) - (1.0 - m) * h2(g)
         assert belief.horcrux_information(sensor).tobytes() == want.tobytes()
 
 

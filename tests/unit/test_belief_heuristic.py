@@ -8,7 +8,7 @@ import random
 import pytest
 
 import horcrux.agents.planner  # noqa: F401  (registers the brains)
-from horcrux.agents.planner import SeedHeuristicHarry
+from horcrux.agents.harry_baselines import SeedHeuristicHarry
 from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.models import Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC

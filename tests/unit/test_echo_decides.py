@@ -345,3 +345,14 @@ def test_a_voldemort_without_a_copy_plays_a_season_game_with_a_plan() -> None:
     plan = MemoryPlan(models=joined_models(rate_models({"relocates": 0.5})), params={})
     harry, vold = brains(CLASSIC, "reference", plan)
     assert harry.belief.models == plan.models and not hasattr(vold, "copy")
+
+
+def test_an_asserted_threshold_midway_goes_to_the_lower_one_whatever_the_bits() -> None:
+    from horcrux.echo.use import nearest_threshold
+
+    # 0.5 + 0.075 is 0.5750000000000001: nearer 0.65 in its last bits, midway in fact;
+    # near-equal distances tie, and the lower threshold wins (`ties`)
+    assert nearest_threshold(0.5 + 0.075) == 0.5
+    assert nearest_threshold(0.65 + 0.075) == 0.65
+    assert nearest_threshold(0.575) == 0.5
+    assert nearest_threshold(0.6) == 0.65

@@ -289,3 +289,11 @@ def test_percentile_nearest_rank() -> None:
     assert percentile([7.0], 95) == 7.0
     assert percentile([], 50) is None
     assert percentile([1, 2, 3, 4], 50) == 2
+
+
+def test_exploration_target_ties_near_equal_tops_to_the_first_listed() -> None:
+    # "b" is above "a" only in its last bits (0.1 + 0.2 = 0.30000000000000004): the top is
+    # the first listed, "a", on every machine, and only the others are explored
+    occ = {"a": 0.3, "b": 0.1 + 0.2, "c": 0.2}
+    rng = random.Random(3)
+    assert {exploration_target(occ, rng) for _ in range(200)} == {"b", "c"}

@@ -473,3 +473,22 @@ def test_the_filters_copy_of_harrys_rule_is_the_default_planners_policy() -> Non
             params.jitter,
             params.exposed[3],
         )
+
+
+def test_the_threshold_by_spare_attacks_and_the_forced_attack_are_written_once() -> None:
+    from horcrux.belief import policy
+
+    ladder = (0.9, 0.75, 0.6, 0.5)
+    assert [policy.spare_threshold(ladder, s) for s in (-2, 0, 1, 3, 7)] == [
+        0.9,
+        0.9,
+        0.75,
+        0.5,
+        0.5,
+    ]
+    assert PlannerParams(thresholds=ladder).threshold(2) == 0.6
+    # no attack left: never forced; no more turns than Horcruxes: forced; the endgame
+    assert not policy.forced_attack(1, 3, 0, endgame=True)
+    assert policy.forced_attack(3, 3, 4, endgame=False)
+    assert not policy.forced_attack(4, 3, 4, endgame=False)
+    assert policy.forced_attack(4, 3, 4, endgame=True)

@@ -130,8 +130,8 @@ class DelayedVoldemort:
                 return Relocate(from_location=source, to_location=rng.choice(free))
         if view.decoys_left > 0 and free:
             evidence = public_evidence(self.rules, view.history)
-            best = max(free, key=lambda loc: evidence[loc])
-            if evidence[best] > 0:
+            best = ties.first_best(free, evidence)  # board order among near-equals
+            if ties.above(evidence[best], 0.0):
                 return PlantDecoy(location=best)
         return Pass()
 

@@ -26,6 +26,7 @@ from horcrux.agents.legal import (
     check_harry_move,
     legal_harry_actions,
 )
+from horcrux.belief import ties
 from horcrux.errors import NotYourTurn
 from horcrux.memory.context import location_name, resolve_location
 from horcrux.models import Ally, Attack, Pass, PlantDecoy, Relocate, Search
@@ -92,8 +93,9 @@ def candidate_moves(
     if not legal.can_act:
         raise NotYourTurn(f"Harry cannot act now (phase {view.phase})", expected=view.phase)
     locs = legal.locations
-    likely = sorted(locs, key=lambda loc: (-marginals.get(loc, 0.0), locs.index(loc)))
-    informative = max(locs, key=lambda loc: (information.get(loc, 0.0), -locs.index(loc)))
+    # near-equals in board order (`ties`): the same offer on every machine
+    likely = ties.ranked_items(locs, {loc: marginals.get(loc, 0.0) for loc in locs})
+    informative = ties.first_best(locs, {loc: information.get(loc, 0.0) for loc in locs})
     wanted: list[HarryMove] = [planner_move]
     if legal.attack:
         wanted.append(Attack(location=likely[0]))

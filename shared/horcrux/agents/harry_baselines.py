@@ -1,13 +1,23 @@
-"""Harry's baselines: `naive` (a short narrative memory: +1/-1 per signal) and `oracle`."""
+"""Harry's baselines: `naive` (a short narrative memory: +1/-1 per signal), `oracle`, and
+`seed-heuristic`: the seed heuristic's map and rule (attack the top location when the
+map's entropy is below 1 bit, else search the top location; 10% of turns search a random
+non-top location instead)."""
 
 from __future__ import annotations
 
 import random
+import time
+from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
+from horcrux.belief.heuristic import HeuristicBelief
+from horcrux.belief.ties import below
+from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import HorcruxError
 from horcrux.models import Attack, GameState, Observation, Search
+from horcrux.rules import RuleSet
 from horcrux.views import HarryView
 
 
@@ -86,4 +96,56 @@ def _oracle(options: BrainOptions) -> OracleHarry:
     return OracleHarry(options.truth)
 
 
-__all__ = ["NaiveHarry", "OracleHarry", "Search", "recent_observations"]
+class SeedHeuristicHarry:
+    """The seed heuristic's rule on its map: attack the top when H < 1 bit, else search it."""
+
+    name = "seed-heuristic"
+    EXPLORE = 0.10
+    ATTACK_BELOW_BITS = 1.0
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.belief = HeuristicBelief(rules)
+        self._turn = 0
+        self.decisions: list[DecisionRecord] = []
+        self.counts: Counter[str] = Counter()
+
+    def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
+        start = time.perf_counter()
+        for record in view.history:
+            if record.turn > self._turn:
+                self.belief.update(record)
+                self._turn = record.turn
+        ranked = self.belief.top(len(self.rules.locations))
+        top = ranked[0][0]
+        source: Source = "heuristic"
+        move: HarryMove
+        if rng.random() < self.EXPLORE:
+            move, kind, source = Search(location=rng.choice(ranked[1:])[0]), "search", "explore"
+        elif below(self.belief.entropy(), self.ATTACK_BELOW_BITS) and view.attacks_left > 0:
+            move, kind = Attack(location=top), "attack"
+        else:
+            move, kind = Search(location=top), "search"
+        self.counts[kind if source != "explore" else "explore"] += 1
+        self.decisions.append(
+            DecisionRecord(
+                turn=view.turn,
+                tier="zero",
+                source=source,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
+            )
+        )
+        return move
+
+    def stats(self) -> dict[str, Any]:
+        return {"decisions": len(self.decisions), "actions": dict(sorted(self.counts.items()))}
+
+
+@HARRY_BRAINS.register(
+    "seed-heuristic", description="the seed heuristic's belief map and rule, as first specified"
+)
+def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
+    return SeedHeuristicHarry(options.rules)
+
+
+__all__ = ["NaiveHarry", "OracleHarry", "Search", "SeedHeuristicHarry", "recent_observations"]

@@ -13,10 +13,7 @@
   `WindowPlannerHarry`); `planner-window:full` is the same Harry remembering everything.
 
 Among equally good locations every planner takes the first in a per-turn shuffled order
-(`tie_order`), not board order: see `tie_order` and `WindowPlannerHarry`.
-* `seed-heuristic`: the seed heuristic's map and rule (attack the top location when the map's
-  entropy is below 1 bit, else search the top location; 10% of turns search a random
-  non-top location instead).
+(`horcrux.belief.ties.tie_order`), not board order: see `WindowPlannerHarry`.
 
 Every brain draws randomness only from the `rng` passed to `decide`, records one
 `DecisionRecord` per decision (tier `zero`) and exposes `stats()` for the simulator.
@@ -35,12 +32,12 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
+from horcrux.belief import policy
 from horcrux.belief.bayes import (
     DEFAULT_MODE,
     MODES,
@@ -49,9 +46,9 @@ from horcrux.belief.bayes import (
     FloatArray,
     array_sum,
 )
-from horcrux.belief.heuristic import HeuristicBelief
 from horcrux.belief.policy import RANDOMISED, PlannerParams
 from horcrux.belief.ties import above, argmax_first, at_least, at_least_array, at_most
+from horcrux.belief.ties import tie_order as tie_order  # noqa: PLC0414 (re-exported)
 from horcrux.decisions import DecisionRecord, Source
 from horcrux.errors import UnknownBrain
 from horcrux.models import Ally, Attack, Observation, Search
@@ -66,22 +63,6 @@ class Choice:
     move: HarryMove
     kind: str
     value: float
-
-
-@lru_cache(maxsize=256)
-def tie_order(n: int, turn: int) -> FloatArray:
-    """Tie-break ranks for the n locations at `turn`: a permutation drawn from the turn.
-
-    Harry has no reason to prefer one of several equally good locations; a fixed board
-    order would make a forgetful Harry (the memory window) cycle through the same few
-    locations he keeps forgetting and never reach the others. Deterministic in the turn,
-    so a decision stays a pure function of the view (snapshots, the gated brain's shadow).
-    """
-    ranks = list(range(n))
-    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
-    out = np.array(ranks, dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def _argmax(values: FloatArray, ties: FloatArray) -> int:
@@ -237,10 +218,8 @@ def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> Plan
 def forced_attack(view: HarryView, params: PlannerParams) -> bool:
     """Whether the rule attacks whatever the map says: no more turns than Horcruxes left,
     or (the endgame) the attacks left cover every turn left."""
-    if view.attacks_left <= 0:
-        return False
-    return view.turns_left <= view.horcruxes_left or (
-        params.endgame and view.turns_left <= view.attacks_left
+    return policy.forced_attack(
+        view.turns_left, view.horcruxes_left, view.attacks_left, params.endgame
     )
 
 
@@ -287,8 +266,7 @@ def trigger_aware(belief: BayesBelief, threshold: float, spare: int, margin: flo
         if model.motion != "belief":
             continue
         if model.reads == "rule":
-            rule = model.rule or (threshold,)
-            tau = rule[max(0, min(spare, len(rule) - 1))] - model.spread
+            tau = policy.spare_threshold(model.rule or (threshold,), spare) - model.spread
         else:
             tau = model.threshold - model.spread
         total += float(w)
@@ -557,51 +535,6 @@ class WindowPlannerHarry(PlannerHarry):
         self.belief = belief
 
 
-class SeedHeuristicHarry:
-    """The seed heuristic's rule on its map: attack the top when H < 1 bit, else search it."""
-
-    name = "seed-heuristic"
-    EXPLORE = 0.10
-    ATTACK_BELOW_BITS = 1.0
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.rules = rules
-        self.belief = HeuristicBelief(rules)
-        self._turn = 0
-        self.decisions: list[DecisionRecord] = []
-        self.counts: Counter[str] = Counter()
-
-    def decide(self, view: HarryView, rng: random.Random) -> HarryMove:
-        start = time.perf_counter()
-        for record in view.history:
-            if record.turn > self._turn:
-                self.belief.update(record)
-                self._turn = record.turn
-        ranked = self.belief.top(len(self.rules.locations))
-        top = ranked[0][0]
-        source: Source = "heuristic"
-        move: HarryMove
-        if rng.random() < self.EXPLORE:
-            move, kind, source = Search(location=rng.choice(ranked[1:])[0]), "search", "explore"
-        elif self.belief.entropy() < self.ATTACK_BELOW_BITS and view.attacks_left > 0:
-            move, kind = Attack(location=top), "attack"
-        else:
-            move, kind = Search(location=top), "search"
-        self.counts[kind if source != "explore" else "explore"] += 1
-        self.decisions.append(
-            DecisionRecord(
-                turn=view.turn,
-                tier="zero",
-                source=source,
-                latency_ms=(time.perf_counter() - start) * 1000.0,
-            )
-        )
-        return move
-
-    def stats(self) -> dict[str, Any]:
-        return {"decisions": len(self.decisions), "actions": dict(sorted(self.counts.items()))}
-
-
 # ---------------------------------------------------------------- registration
 @HARRY_BRAINS.register(
     "planner",
@@ -639,13 +572,6 @@ def _planner_window(options: BrainOptions) -> WindowPlannerHarry:
     )
 
 
-@HARRY_BRAINS.register(
-    "seed-heuristic", description="the seed heuristic's belief map and rule, as first specified"
-)
-def _seed_heuristic(options: BrainOptions) -> SeedHeuristicHarry:
-    return SeedHeuristicHarry(options.rules)
-
-
 __all__ = [
     "EXPOSED_AT",
     "MODE_PARAMS",
@@ -656,7 +582,6 @@ __all__ = [
     "Choice",
     "PlannerHarry",
     "PlannerParams",
-    "SeedHeuristicHarry",
     "WindowPlannerHarry",
     "exposed_params",
     "forced_attack",

@@ -6,6 +6,7 @@ import math
 import random
 
 from horcrux.agents.base import VOLDEMORT_BRAINS, BrainOptions, VoldemortMove
+from horcrux.belief import ties
 from horcrux.models import HarryRecord, Pass, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
 from horcrux.views import VoldemortView
@@ -59,14 +60,15 @@ class EvidenceFold:
 def top_evidence_free(
     rules: RuleSet, view: VoldemortView, evidence: dict[str, float] | None = None
 ) -> tuple[str, float] | None:
-    """The free location with the highest public evidence (first in board order on ties);
+    """The free location with the highest public evidence (first in board order among
+    near-equals: the sums' last bits follow the order of the searches, `ties`);
     `evidence`: `public_evidence` of the view's history, when already at hand."""
     free = view.free_locations()
     if not free:
         return None
     if evidence is None:
         evidence = public_evidence(rules, view.history)
-    best = max(free, key=lambda loc: evidence[loc])
+    best = ties.first_best(free, evidence)
     return best, evidence[best]
 
 
@@ -79,7 +81,7 @@ def reference_decoy(
         return None
     scores = evidence(view.history) if evidence is not None else None
     top = top_evidence_free(rules, view, scores)
-    return PlantDecoy(location=top[0]) if top is not None and top[1] > 0 else None
+    return PlantDecoy(location=top[0]) if top is not None and ties.above(top[1], 0.0) else None
 
 
 class ReferenceVoldemort:

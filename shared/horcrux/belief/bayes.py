@@ -93,7 +93,7 @@ from horcrux.belief.catalogue import (
     rule_model,
 )
 from horcrux.belief.filter import KEEP_FLOOR
-from horcrux.belief.information import _h2, binary_entropy
+from horcrux.belief.information import binary_entropy, h2
 from horcrux.belief.reacting import level_fill, race_attack
 from horcrux.belief.tables import BoolArray, FloatArray, IntArray, Maps, array_sum
 
@@ -127,11 +127,11 @@ __all__ = [
     "Placement",
     "Prior",
     "Reads",
-    "_h2",
     "array_sum",
     "belief_models",
     "binary_entropy",
     "forgotten_budgets",
+    "h2",
     "level_fill",
     "race_attack",
     "rule_model",

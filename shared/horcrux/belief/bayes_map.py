@@ -3,7 +3,6 @@ with adversary-model averaging; the whole filter is described in `horcrux.belief
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import struct
@@ -12,48 +11,23 @@ from dataclasses import asdict
 
 import numpy as np
 
-from horcrux.belief import ties
+from horcrux.belief import policy, ties
 from horcrux.belief.base import BeliefPoint
-from horcrux.belief.budgets import (
-    Prior,
-    _plain,
-    forgotten_budgets,
-)
-from horcrux.belief.catalogue import (
-    DEFAULT_MODE,
-    MODES,
-    RULE_THRESHOLDS,
-    AdversaryModel,
-)
+from horcrux.belief.budgets import Prior, forgotten_budgets, plain_prior
+from horcrux.belief.catalogue import DEFAULT_MODE, MODES, RULE_THRESHOLDS, AdversaryModel
 from horcrux.belief.codec import (
-    _KIND_CODE,
-    _KINDS,
-    _OUTCOME_CODE,
-    _OUTCOMES,
-    _SNAPSHOT_VERSION,
-    _model_of,
+    KIND_CODE,
+    KINDS,
+    OUTCOME_CODE,
+    OUTCOMES,
+    SNAPSHOT_VERSION,
+    model_of,
 )
-from horcrux.belief.filter import (
-    _SERIALS,
-    _Filters,
-)
-from horcrux.belief.information import (
-    _h2,
-    binary_entropy,
-)
-from horcrux.belief.reacting import (
-    _tie_ranks,
-    race_attack,
-)
-from horcrux.belief.tables import (
-    _CLIP,
-    _MAX,
-    _SUM,
-    _TINY,
-    BoolArray,
-    FloatArray,
-    Maps,
-)
+from horcrux.belief.filter import Filters
+from horcrux.belief.information import binary_entropy, h2
+from horcrux.belief.reacting import race_attack
+from horcrux.belief.reader import MapReader
+from horcrux.belief.tables import CLIP, MAX, SUM, TINY, BoolArray, FloatArray, Maps
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet, Sensor
 
@@ -65,8 +39,8 @@ def _belief_point(turn: int, k: int, m: FloatArray, locations: tuple[str, ...]) 
         p = m / k
         p = p[p > 0.0]
         entropy = float(-(p * np.log2(p)).sum())
-    order = np.argsort(-m, kind="stable")[:3]
-    top = tuple((locations[int(i)], round(float(m[i]), 6)) for i in order)
+    order = ties.ranked(m.tolist())[:3]  # near-equals in board order
+    top = tuple((locations[i], round(float(m[i]), 6)) for i in order)
     return BeliefPoint(turn=turn, entropy=round(entropy, 6), top=top)
 
 
@@ -122,9 +96,9 @@ class BayesBelief:
             charge_prior, decoy_prior = forgotten_budgets(
                 models, rules, self._start_k, forgotten, self._trust
             )
-        self._charge_prior = _plain(charge_prior)
-        self._decoy_prior = _plain(decoy_prior)
-        self._filters = _Filters(
+        self._charge_prior = plain_prior(charge_prior)
+        self._decoy_prior = plain_prior(decoy_prior)
+        self._filters = Filters(
             models,
             self._n,
             self._start_k,
@@ -178,6 +152,17 @@ class BayesBelief:
         """The turn of the last record folded in (0 before any)."""
         return self._turn
 
+    @property
+    def public_evidence(self) -> FloatArray:
+        """Per location, the log-likelihood ratio of Harry's searches there (reset by an
+        attack): Voldemort's view of them, what the predictive step's decoys read (never
+        to be written)."""
+        return self._evidence
+
+    def read_maps_with(self, reader: MapReader) -> None:
+        """Give the filter's predictive steps a replay's hook (`MapReader`)."""
+        self._filters.reader = reader
+
     def update(self, record: HarryRecord) -> None:
         """Fold one of Harry's turns in, then apply the predictive step for Voldemort's move."""
         self.update_observations(record.turn, record.observations)
@@ -228,21 +213,14 @@ class BayesBelief:
 
     def top(self, n: int = 3) -> list[tuple[str, float]]:
         m = self.marginals()
-        order = np.argsort(-m, kind="stable")[:n]
-        return [(self.rules.locations[int(i)], round(float(m[i]), 6)) for i in order]
+        order = ties.ranked(m.tolist())[:n]  # near-equals in board order
+        return [(self.rules.locations[i], round(float(m[i]), 6)) for i in order]
 
     def preview(self, location: str, positive: bool, sensor: Sensor | None = None) -> FloatArray:
         """The marginals Harry would hold after one more search at `location` with this
         outcome and Voldemort's move after it (nothing is changed: a planner's lookahead)."""
         saved = self._filters
-        trial = copy.copy(saved)
-        trial.w = saved.w.copy()
-        trial.c = saved.c.copy()
-        trial.used = saved.used.copy()
-        trial.log_evidence = saved.log_evidence.copy()
-        trial._spent = set(saved._spent)
-        trial._marginal = None
-        trial.serial = next(_SERIALS)
+        trial = saved.lookahead()
         cache = self._cache
         plan, next_turn = self._attack_plan, self._next_turn
         self._next_turn = self._turn + 1
@@ -283,8 +261,8 @@ class BayesBelief:
         naive: FloatArray = own
         if self._any_plain:
             pi = np.where(self._plain, weights, 0.0)
-            pi /= max(float(_SUM(pi, None)), _TINY)
-            naive = _CLIP(pi @ marginal, 0.0, 1.0)
+            pi /= max(float(SUM(pi, None)), TINY)
+            naive = CLIP(pi @ marginal, 0.0, 1.0)
         maps = {"own": own, "naive": naive}
         rule = self._rule
         if self._exact_plant:
@@ -329,9 +307,8 @@ class BayesBelief:
         if ties.below(rho, rule.race):
             return None
         turns_left = self.rules.max_turns - self._next_turn + 1
-        forced = turns_left <= k or turns_left <= attacks
-        thresholds = rule.rule or RULE_THRESHOLDS
-        cost = rule.race_cost * thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        forced = policy.forced_attack(turns_left, k, attacks, endgame=True)
+        cost = rule.race_cost * policy.spare_threshold(rule.rule or RULE_THRESHOLDS, attacks - k)
         return race_attack(own, cost, min(1.0, rho), forced)
 
     def attacks_left(self) -> int:
@@ -371,16 +348,17 @@ class BayesBelief:
             return out
         turn = self._turn + 1
         turns_left = self.rules.max_turns - turn + 1
-        forced = turns_left <= k or turns_left <= attacks
+        forced = policy.forced_attack(turns_left, k, attacks, endgame=True)
         seen = own.tolist()
         top = max(seen)
-        thresholds = rule.rule or RULE_THRESHOLDS
-        threshold = thresholds[max(0, min(attacks - k, len(thresholds) - 1))]
+        threshold = policy.spare_threshold(rule.rule or RULE_THRESHOLDS, attacks - k)
         if not forced and (
             top <= threshold - rule.spread if rule.spread > 0.0 else ties.below(top, threshold)
         ):
             return out  # no attack: the top location is below every jittered threshold
-        best = ties.argmax_first(seen, _tie_ranks(self._n, turn))  # lowest tie rank of the near-top
+        best = ties.argmax_first(
+            seen, ties.tie_ranks(self._n, turn)
+        )  # lowest tie rank of the near-top
         if forced:
             out[best] = 1.0
             return out
@@ -410,9 +388,9 @@ class BayesBelief:
         if self._weights is not None and self._weights[0] == key:
             return self._weights[1]
         logw = self._log_prior + self._filters.log_evidence
-        logw -= _MAX(logw, None)
+        logw -= MAX(logw, None)
         w = np.exp(logw)
-        out: FloatArray = w / _SUM(w, None)
+        out: FloatArray = w / SUM(w, None)
         out.setflags(write=False)
         self._weights = (key, out)
         self._weights_list = None
@@ -433,7 +411,7 @@ class BayesBelief:
             m = pi @ mf
             decoy = pi @ decoys
             q = m + decoy
-            self._cache = (_CLIP(m, 0.0, 1.0), _CLIP(q, 0.0, 1.0), decoy)
+            self._cache = (CLIP(m, 0.0, 1.0), CLIP(q, 0.0, 1.0), decoy)
         return self._cache
 
     def model_marginals(self) -> FloatArray:
@@ -466,7 +444,7 @@ class BayesBelief:
         """I_j = h2(q d + (1-q) f) - q h2(d) - (1-q) h2(f) per location, in bits."""
         q = self.respond_probability()
         out: FloatArray = (
-            _h2(q * sensor.d + (1.0 - q) * sensor.f)
+            h2(q * sensor.d + (1.0 - q) * sensor.f)
             - q * binary_entropy(sensor.d)
             - (1.0 - q) * binary_entropy(sensor.f)
         )
@@ -488,7 +466,7 @@ class BayesBelief:
         c = np.divide(decoy, free, out=np.zeros(n), where=m < 1.0)
         g = c * d + (1.0 - c) * f  # P(positive | no Horcrux)
         p = m * d + free * g  # P(positive)
-        q = _CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
+        q = CLIP(np.concatenate((p, g)), 1e-12, 1.0 - 1e-12)
         not_q = 1.0 - q
         logs = np.log2(np.concatenate((q, not_q)))
         h = -(q * logs[: 2 * n] + not_q * logs[2 * n :])  # h2 of p, then of g
@@ -509,7 +487,7 @@ class BayesBelief:
     def _observe(self, turn: int, obs: Observation) -> None:
         j = self._index[obs.location]
         sensor_code = 1 if obs.sensor == "hermione" else 0
-        self._log.append((turn, _KIND_CODE[obs.kind], j, _OUTCOME_CODE[obs.outcome], sensor_code))
+        self._log.append((turn, KIND_CODE[obs.kind], j, OUTCOME_CODE[obs.outcome], sensor_code))
         if obs.kind == "search":
             sensor = self.rules.sensor_of("hermione" if obs.sensor == "hermione" else None)
             positive = obs.outcome == "positive"
@@ -529,7 +507,7 @@ class BayesBelief:
     def snapshot(self) -> bytes:
         """Construction parameters and the observation log, zlib'd (~200 B at turn 50)."""
         header: dict[str, object] = {
-            "v": _SNAPSHOT_VERSION,
+            "v": SNAPSHOT_VERSION,
             "mode": self.mode,
             "models": [asdict(m) for m in self.models],
             "k": self._start_k,
@@ -564,9 +542,9 @@ class BayesBelief:
         offset = 4
         header = json.loads(raw[offset : offset + head_len])
         offset += head_len
-        if header.get("v") != _SNAPSHOT_VERSION:
+        if header.get("v") != SNAPSHOT_VERSION:
             raise ValueError(f"unsupported belief snapshot version {header.get('v')!r}")
-        models = tuple(_model_of(m) for m in header["models"])
+        models = tuple(model_of(m) for m in header["models"])
         cp, dp = header.get("cp"), header.get("dp")
         belief = cls(
             rules,
@@ -574,8 +552,8 @@ class BayesBelief:
             models=models,
             horcruxes=header["k"],
             charges=header["r"],
-            charge_prior=_plain(cp),
-            decoy_prior=_plain(dp),
+            charge_prior=plain_prior(cp),
+            decoy_prior=plain_prior(dp),
             forgotten=int(header.get("fg", 0)),
             trust=float(header.get("tr", 1.0)),
         )
@@ -586,13 +564,13 @@ class BayesBelief:
             for _ in range(count):
                 code, loc, outcome = struct.unpack_from("<BBB", raw, offset)
                 offset += 3
-                kind = _KINDS[code & 0x0F]
+                kind = KINDS[code & 0x0F]
                 sensor = "hermione" if code >> 4 else "harry"
                 observations.append(
                     Observation(
                         location=rules.locations[loc],
                         kind=kind,
-                        outcome=_OUTCOMES[outcome],
+                        outcome=OUTCOMES[outcome],
                         sensor=sensor if kind == "search" else None,
                     )
                 )

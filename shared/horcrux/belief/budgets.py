@@ -19,7 +19,7 @@ from horcrux.rules import RuleSet
 Prior = tuple[float, ...] | tuple[tuple[float, ...], ...]
 
 
-def _prior_rows(prior: Prior, count: int, budget: int, name: str, what: str) -> FloatArray:
+def prior_rows(prior: Prior, count: int, budget: int, name: str, what: str) -> FloatArray:
     """`prior` as normalised weights over 0..budget, one row per model (shared or each its own)."""
     rows = np.array(prior, dtype=np.float64)
     if rows.ndim == 1:
@@ -36,7 +36,7 @@ def _prior_rows(prior: Prior, count: int, budget: int, name: str, what: str) -> 
     return out
 
 
-def _plain(prior: Any) -> Prior | None:
+def plain_prior(prior: Any) -> Prior | None:
     """A prior as plain floats (JSON lists back to tuples), shared or one row per model."""
     if prior is None:
         return None

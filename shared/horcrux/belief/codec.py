@@ -9,8 +9,8 @@ from horcrux.belief.catalogue import (
     AdversaryModel,
 )
 
-_KIND_CODE = {"search": 0, "attack": 1, "reveal": 2}
-_OUTCOME_CODE = {
+KIND_CODE = {"search": 0, "attack": 1, "reveal": 2}
+OUTCOME_CODE = {
     "positive": 0,
     "negative": 1,
     "destroyed": 2,
@@ -18,9 +18,9 @@ _OUTCOME_CODE = {
     "empty": 4,
     "horcrux": 5,
 }
-_OUTCOMES = {v: k for k, v in _OUTCOME_CODE.items()}
-_KINDS = {v: k for k, v in _KIND_CODE.items()}
-_SNAPSHOT_VERSION = 1
+OUTCOMES = {v: k for k, v in OUTCOME_CODE.items()}
+KINDS = {v: k for k, v in KIND_CODE.items()}
+SNAPSHOT_VERSION = 1
 
 
 _RETIRED_FIELDS = {"lag": 0, "race_charge": 0.0}
@@ -28,7 +28,7 @@ _RETIRED_FIELDS = {"lag": 0, "race_charge": 0.0}
 a snapshot carrying them at these values restores; any other value is a ValueError."""
 
 
-def _model_of(saved: dict[str, Any]) -> AdversaryModel:
+def model_of(saved: dict[str, Any]) -> AdversaryModel:
     """The `AdversaryModel` a snapshot saved (`asdict`), its tuples restored."""
     fields = dict(saved)
     for name, default in _RETIRED_FIELDS.items():

@@ -3,55 +3,50 @@ predicted moves (triggered, hazard, belief-reacting) and decoys (docs/MEMORY.md,
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
 from horcrux.belief import ties
-from horcrux.belief.budgets import (
-    Prior,
-    _prior_rows,
-)
-from horcrux.belief.catalogue import (
-    EXACT_BAND,
-    LOW_BAND,
-    AdversaryModel,
-)
-from horcrux.belief.planting import _Planting
-from horcrux.belief.reacting import (
-    _BeliefPlan,
-    _exact_low,
-    level_fill,
-)
+from horcrux.belief.budgets import Prior, prior_rows
+from horcrux.belief.catalogue import EXACT_BAND, LOW_BAND, AdversaryModel
+from horcrux.belief.planting import Planting
+from horcrux.belief.reacting import BeliefPlan, exact_low_rows, level_fill
+from horcrux.belief.reader import COMPUTED, Key
 from horcrux.belief.tables import (
-    _ANY,
-    _CLIP,
-    _EVIDENCE_FLOOR,
-    _MAX,
-    _SUM,
-    _TINY,
+    ANY,
+    CLIP,
+    EVIDENCE_FLOOR,
+    MAX,
+    SUM,
+    TINY,
     BoolArray,
     FloatArray,
     IntArray,
     Maps,
-    _charge_sum,
-    _level_offsets,
-    _move_positions,
-    _move_rows,
-    _row_positions,
-    _row_starts,
-    _swap_bins,
-    _tables,
+    charge_sum,
+    level_offsets,
+    move_positions,
+    move_rows_of,
+    row_positions,
+    row_starts,
+    swap_bins,
+    tables_of,
 )
 from horcrux.rules import Sensor
 
-_SERIALS = itertools.count()
+SERIALS = itertools.count()
 KEEP_FLOOR = 1e-6
-"""`_Filters._keep_decoys`: below this P(no Horcrux at j), c_j is left as it was."""
+"""`Filters._keep_decoys`: below this P(no Horcrux at j), c_j is left as it was."""
+
+T = TypeVar("T")
 
 
-class _Filters(_Planting):
+class Filters:
     """One exact filter per adversary model, stacked so each step is one numpy operation.
 
     `w[r, m, s]`: model m's weight of Horcrux set s with r relocation charges left (the
@@ -72,24 +67,25 @@ class _Filters(_Planting):
     ) -> None:
         self.models = models
         self.n = n
-        self.tab = _tables(n, k)
+        self.tab = tables_of(n, k)
         self.count = count = len(models)
         self.w: FloatArray = np.zeros((charges + 1, count, len(self.tab.sets)))
         if charge_prior is None:
             self.w[charges] = 1.0 / len(self.tab.sets)
         else:  # one row for every model, or one per model
-            prior = _prior_rows(charge_prior, count, charges, "charge_prior", "r = 0..")
+            prior = prior_rows(charge_prior, count, charges, "charge_prior", "r = 0..")
             self.w[:] = prior.T[:, :, None] / len(self.tab.sets)
         self.c: FloatArray = np.zeros((count, n))
         self.used: FloatArray = np.zeros((count, decoys + 1))
         if decoy_prior is None:
             self.used[:, 0] = 1.0
         else:  # decoys already planted, for the models that plant
-            self.used[:] = _prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
+            self.used[:] = prior_rows(decoy_prior, count, decoys, "decoy_prior", "used 0..")
         self.log_evidence: FloatArray = np.zeros(count)
         self.restarts = 0  # models restarted after calling an observation impossible
         self.version = 0  # bumped whenever log_evidence changes (caches the model weights)
-        self.serial = next(_SERIALS)  # which filter (a lookahead copy gets its own)
+        self.serial = next(SERIALS)  # which filter (a lookahead copy gets its own)
+        self.reader = COMPUTED  # a replay's hook (`MapReader`)
         self._trigger = [(i, m.trigger) for i, m in enumerate(models) if m.motion == "trigger"]
         self._hazard = [(i, m.hazard) for i, m in enumerate(models) if m.motion == "hazard"]
         self._trigger = [(i, p) for i, p in self._trigger if p > 0.0]
@@ -114,17 +110,29 @@ class _Filters(_Planting):
             for i, m in self._belief
         ]
         self.p_plant: FloatArray = np.array([m.plant for m in models])
-        self._plant_rates = self.p_plant.tolist()
+        self.planting = Planting(models)
         # the models that may still plant (a rate above 0, decoys left), in model order;
         # replaced, never mutated (lookahead copies share it)
-        self._planters = tuple(i for i, p in enumerate(self._plant_rates) if p > 0.0)
-        self._placement = [m.placement for m in models]
-        self.reads_harry = bool(self._belief) or "belief" in self._placement
+        self.planters = tuple(i for i, p in enumerate(self.planting.rates) if p > 0.0)
+        self.reads_harry = bool(self._belief) or "belief" in self.planting.placement
         self._marginal: FloatArray | None = None
         self._mixed: tuple[FloatArray, FloatArray, FloatArray] | None = None  # `mixture`
         # belief models with no weight left at r >= 1 (no charge left in any set): their
         # moves move nothing until a restart (`_normalise`) gives them charges again
         self._spent: set[int] = set()
+
+    def lookahead(self) -> Filters:
+        """A copy to step ahead on (a planner's preview): its own weights, decoys, decoy
+        counts and evidence, the tables and the models shared, a serial of its own."""
+        trial = copy.copy(self)
+        trial.w = self.w.copy()
+        trial.c = self.c.copy()
+        trial.used = self.used.copy()
+        trial.log_evidence = self.log_evidence.copy()
+        trial._spent = set(self._spent)
+        trial._marginal = None
+        trial.serial = next(SERIALS)
+        return trial
 
     @property
     def k(self) -> int:
@@ -132,16 +140,16 @@ class _Filters(_Planting):
 
     def totals(self) -> FloatArray:
         """(models,): each model's total weight."""
-        out: FloatArray = _SUM(self.w @ self.tab.ones, 0)
+        out: FloatArray = SUM(self.w @ self.tab.ones, 0)
         return out
 
     def _normalise(self, total: FloatArray) -> None:
         self._marginal = None
         self.version += 1
-        self.log_evidence += np.log(np.maximum(total, _EVIDENCE_FLOOR))
-        if min(total.tolist()) <= _TINY:
+        self.log_evidence += np.log(np.maximum(total, EVIDENCE_FLOOR))
+        if min(total.tolist()) <= TINY:
             # a model said "impossible": restart it uniform over the sets
-            dead = total <= _TINY
+            dead = total <= TINY
             self.restarts += int(dead.sum())
             for i in np.flatnonzero(dead):
                 self.w[:, i] = 0.0
@@ -153,18 +161,32 @@ class _Filters(_Planting):
     def marginal(self) -> FloatArray:
         """(models, n): each model's P(real Horcrux at i)."""
         if self._marginal is None:
-            self._marginal = _charge_sum(self.w) @ self.tab.memberf
+            self._marginal = charge_sum(self.w) @ self.tab.memberf
         return self._marginal
 
     def mixture(self, weights: FloatArray) -> FloatArray:
         """Harry's whole map, clip(weights @ marginal()), never to be written: kept while
         the marginals and the weights are the same arrays (any change to the weights
-        makes new marginals), so the readers between two moves share one product."""
+        makes new marginals), so the readers between two moves share one product.
+        Through the `reader` when it is active."""
+        if self.reader.active:
+            return self.reader.mixture(lambda: self._mixture(weights))
+        return self._mixture(weights)
+
+    def _section(self, key: Key, call: Callable[[], T]) -> T:
+        """`call()` within the reader's section `key`."""
+        saved = self.reader.enter(key)
+        try:
+            return call()
+        finally:
+            self.reader.leave(saved)
+
+    def _mixture(self, weights: FloatArray) -> FloatArray:
         marginal = self.marginal()
         kept = self._mixed
         if kept is not None and kept[0] is marginal and kept[1] is weights:
             return kept[2]
-        out: FloatArray = _CLIP(weights @ marginal, 0.0, 1.0)
+        out: FloatArray = CLIP(weights @ marginal, 0.0, 1.0)
         out.setflags(write=False)  # shared by its readers: a write would corrupt the cache
         self._mixed = (marginal, weights, out)
         return out
@@ -185,7 +207,7 @@ class _Filters(_Planting):
         cj = self.c[:, j].copy()
         self.c[:, j] = 0.0
         if outcome == "destroyed":
-            smaller = _tables(self.n, tab.k - 1)
+            smaller = tables_of(self.n, tab.k - 1)
             neww = np.zeros((*self.w.shape[:2], len(smaller.sets)))
             neww[:, :, tab.drop[j]] = self.w[:, :, tab.with_j[j]]
             self.tab = smaller
@@ -223,6 +245,9 @@ class _Filters(_Planting):
         destinations and decoys read."""
         harry: Maps | None = None
         tab = self.tab
+        hooked = self.reader.active
+        if hooked:
+            maps = self.reader.begin(maps)
         moved_total = [0.0] * self.count  # per model, P(a relocation this turn)
         w = self.w
         # P(decoy at j) per model before the moves: a relocation neither plants nor lifts
@@ -241,7 +266,7 @@ class _Filters(_Planting):
                 # is the order the per-model sums below add in)
                 block: FloatArray = w[:, hi]
                 moved3 = block[1:] * self._hazard_rate3
-                for h, total in zip(self._hazard_list, _SUM(moved3, (0, 2)).tolist(), strict=True):
+                for h, total in zip(self._hazard_list, SUM(moved3, (0, 2)).tolist(), strict=True):
                     moved_total[h] += total
                 flat3 = moved3.reshape(-1, moved3.shape[2])
                 incoming = (flat3 @ tab.down) @ tab.up - tab.k * flat3
@@ -252,7 +277,7 @@ class _Filters(_Planting):
                 self._marginal = None
                 harry = maps()
             if self._belief and harry is not None:
-                plans: dict[str, _BeliefPlan] = {}
+                plans: dict[str, BeliefPlan] = {}
                 peak: dict[str, float] = {}
                 spent = self._spent
                 for i, model, key, floor in self._belief_floor:
@@ -260,19 +285,30 @@ class _Filters(_Planting):
                         continue
                     if model.reads != "rule":  # the plan's top_max is the map's maximum
                         if key not in peak:
-                            peak[key] = float(_MAX(harry[key], None))
+                            peak[key] = float(MAX(harry[key], None))
                         if ties.below(peak[key], floor):
                             continue  # the model cannot fire: nothing moves
                     if key not in plans:
                         plans[key] = self._belief_moves(harry[key], peak.get(key))
-                    moved_total[i] += self._move_belief(i, model, plans[key], harry)
+                    plan = plans[key]
+                    moved_total[i] += (
+                        self._section(
+                            ("belief", i), partial(self._move_belief, i, model, plan, harry)
+                        )
+                        if hooked
+                        else self._move_belief(i, model, plan, harry)
+                    )
         if harry is None and maps is not None and self.reads_harry:
             self._marginal = None
             harry = maps()
         if decoys is not None and max(moved_total) > 0.0:
             self._keep_decoys(decoys)
-        if self.used.shape[1] > 1 and self._planters:
-            self._plant([1.0 - x for x in moved_total], evidence, harry)
+        if self.used.shape[1] > 1 and self.planters:
+            stay = [1.0 - x for x in moved_total]
+            if hooked:
+                self._section(("plant",), lambda: self.planting.plant(self, stay, evidence, harry))
+            else:
+                self.planting.plant(self, stay, evidence, harry)
 
     def _keep_decoys(self, decoys: FloatArray) -> None:
         """c after the moves, from each model's P(decoy at j) before them (`decoys`): a
@@ -308,7 +344,7 @@ class _Filters(_Planting):
             if done is not None:
                 moved *= ~done[rows]
                 done[rows] = True
-            total += float(_SUM(moved, None))
+            total += float(SUM(moved, None))
             src = tab.move_src[j]
             incoming = np.take(moved, src[0], axis=1)
             for q in range(1, tab.k):
@@ -320,12 +356,12 @@ class _Filters(_Planting):
             flat.put(down_idx, flat.take(down_idx) + incoming.reshape(-1))
         return total
 
-    def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> _BeliefPlan:
-        """What the belief-reacting models read from one of Harry's maps (`_BeliefPlan`;
+    def _belief_moves(self, harry: FloatArray, peak: float | None = None) -> BeliefPlan:
+        """What the belief-reacting models read from one of Harry's maps (`BeliefPlan`;
         `peak`: the map's maximum, when known)."""
-        return _BeliefPlan(self.tab, harry, peak)
+        return BeliefPlan(self.tab, harry, peak)
 
-    def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
+    def _move_belief(self, i: int, model: AdversaryModel, plan: BeliefPlan, harry: Maps) -> float:
         """Model i's belief-reacting move: each set whose top occupancy crosses the
         model's threshold moves that Horcrux (one charge) to its destinations; a `rule`
         model moves the Horcrux at the location Harry's rule attacks (`harry["attack"]`:
@@ -345,7 +381,7 @@ class _Filters(_Planting):
         )
         if model.reads == "rule" and model.race > 0.0 and "race" in harry:
             if whole is not None:
-                plan = _BeliefPlan(tab, self.mixture(whole))
+                plan = BeliefPlan(tab, self.mixture(whole))
             return self._move_race(i, model, plan, harry)
         n_sets = len(tab.sets)
         if model.reads == "rule":
@@ -372,7 +408,7 @@ class _Filters(_Planting):
                 return 0.0
             top = plan.top
             if model.spread > 0.0:
-                fire = _CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
+                fire = CLIP((top - lo) / (2.0 * model.spread), 0.0, 1.0)
             else:
                 fire = ties.at_least_array(top, model.threshold).astype(np.float64)
             if model.trigger != 1.0:
@@ -388,9 +424,9 @@ class _Filters(_Planting):
         flat = self.w.reshape(-1, copy=False)  # a view, never a copy
         before = flat.take(pos)
         moved = before * fire_go
-        total = float(_SUM(moved, None))
+        total = float(SUM(moved, None))
         if total <= 0.0:  # no mass to move (no charge left, say): nothing changes
-            if model.reads != "rule" and not _ANY(self.w[1:, i], None):
+            if model.reads != "rule" and not ANY(self.w[1:, i], None):
                 self._spent.add(i)
             return 0.0
         band = EXACT_BAND if model.exact else LOW_BAND
@@ -402,14 +438,14 @@ class _Filters(_Planting):
             dest = self._filled(i, model, go, total, harry, cols)
         if dest is None:
             if whole is not None:
-                plan = _BeliefPlan(tab, self.mixture(whole))
+                plan = BeliefPlan(tab, self.mixture(whole))
             dest = plan.free_dest(go, model.destination, model.scatter, band, cols)  # (go, n-k)
         self._marginal = None  # the move below changes it
         flat.put(pos, before - moved)  # w[1:, i, go] -= moved
         # only the charge levels a..b-1 that move anything (a model's lower levels are
         # often still empty) and the free locations: every other contribution is an exact
         # 0 in its bin, so the bins add the same terms in the same order
-        live = _ANY(moved, 0).tolist()
+        live = ANY(moved, 0).tolist()
         a = live.index(True)
         b = len(live) - live[::-1].index(True)
         # (b - a, moving, n - k) contributions, laid out as moved[:, a:b, None] * dest
@@ -418,12 +454,12 @@ class _Filters(_Planting):
             swaps = tab.swap_free.take(plan.top_row.take(go), axis=0)
             idx = (swaps + self._offsets(b - a, n_sets)).reshape(-1)
         else:  # every set holding j moves j: a table
-            idx = _swap_bins(tab.n, tab.k, fixed, b - a)
+            idx = swap_bins(tab.n, tab.k, fixed, b - a)
         incoming = np.bincount(idx, weights=contrib.reshape(-1), minlength=(b - a) * n_sets)
         self.w[a:b, i] += incoming.reshape(b - a, n_sets)
         return total
 
-    def _move_race(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
+    def _move_race(self, i: int, model: AdversaryModel, plan: BeliefPlan, harry: Maps) -> float:
         """A `rule` model against a Harry playing the race: the copy draws one location j
         with P(attack j) = attack[j]; every set holding j moves that Horcrux (one charge)
         to its destinations. The draws are exclusive, so all read the weights before."""
@@ -464,6 +500,23 @@ class _Filters(_Planting):
         harry: Maps,
         cols: IntArray | None = None,
     ) -> FloatArray | None:
+        """`_fill`, through the reader's section `("fill", i, go)` when it is active."""
+        if not self.reader.active:
+            return self._fill(i, model, go, mass, harry, cols)
+        key = ("fill", i, go.tobytes())
+        return self._section(
+            key, lambda: self._fill(i, model, go, self.reader.mass(key, mass), harry, cols)
+        )
+
+    def _fill(
+        self,
+        i: int,
+        model: AdversaryModel,
+        go: IntArray,
+        mass: float,
+        harry: Maps,
+        cols: IntArray | None = None,
+    ) -> FloatArray | None:
         """(len(go), n): a `fill` model's destinations for the sets go, which move `mass`
         of model i's weight: `level_fill` on Harry's whole map as it stands (every move
         before this one made), the mixture's share of the move being model i's posterior
@@ -475,7 +528,7 @@ class _Filters(_Planting):
         if weights is None:
             return None
         share = float(weights[i]) * mass
-        if share <= _TINY:
+        if share <= TINY:
             return None
         tab = self.tab
         n = tab.n
@@ -492,49 +545,49 @@ class _Filters(_Planting):
             bad = tab.member_t[u].take(go).nonzero()[0]
         else:
             rows = tab.free.take(go, axis=0) * level[None, :]
-            sums = _SUM(rows, 1, keepdims=True)
+            sums = SUM(rows, 1, keepdims=True)
             bad = (sums[:, 0] <= 0.0).nonzero()[0]
             sums[bad] = 1.0  # those rows are replaced below
             # the free columns, by flat position
-            out = rows.reshape(-1).take(free + _row_starts(n, len(go))) / sums
+            out = rows.reshape(-1).take(free + row_starts(n, len(go))) / sums
         if len(bad):  # a set holding every levelled location: its lowest free one
             out[bad] = self._fallback(current, go.take(bad), free.take(bad, axis=0))
-        if model.scatter > 0.0:  # `_scattered`'s share, on the free locations
+        if model.scatter > 0.0:  # `scattered_share`'s share, on the free locations
             out *= 1.0 - model.scatter
             out += model.scatter * (1.0 / (n - tab.k))
         if cols is not None:
             return out
         whole: FloatArray = np.zeros((len(go), n))  # every location: 0 on the set's own
-        whole.reshape(-1)[free + _row_starts(n, len(go))] = out
+        whole.reshape(-1)[free + row_starts(n, len(go))] = out
         return whole
 
     def _fallback(self, current: FloatArray, go: IntArray, free: IntArray) -> FloatArray:
         """(len(go), n-k): `_filled`'s rows for sets holding every levelled location, on
         their free locations `free`: `_low`'s row on the map `current` (each set's lowest
         free location, EXACT_BAND), divided by that row's own sum over every location."""
-        lowest = _exact_low(self.tab, current, go, free, EXACT_BAND, True)
-        lowest /= _SUM(lowest, 1, keepdims=True)
-        sums = _SUM(lowest, 1, keepdims=True)
-        cells = free + _row_starts(self.tab.n, len(go))
+        lowest = exact_low_rows(self.tab, current, go, free, EXACT_BAND, True)
+        lowest /= SUM(lowest, 1, keepdims=True)
+        sums = SUM(lowest, 1, keepdims=True)
+        cells = free + row_starts(self.tab.n, len(go))
         out: FloatArray = lowest.reshape(-1).take(cells) / sums
         return out
 
     def _offsets(self, rows: int, n_sets: int) -> IntArray:
         """(rows, 1, 1): the first flat position of each charge level's sets."""
-        return _level_offsets(rows, n_sets)
+        return level_offsets(rows, n_sets)
 
     def _row_base(self, i: int) -> IntArray:
         """(sets, R): the flat position in `w` of model i's set s at r = 1..R charges."""
         rows, m, sets = self.w.shape
-        return _row_positions(rows, m, sets, i)
+        return row_positions(rows, m, sets, i)
 
     def _move_rows(self, j: int, i: int) -> IntArray:
         """(sets holding j, R): the flat positions of w[1:, i, with_j[j]], as `_row_base`."""
         rows, m, _ = self.w.shape
-        return _move_rows(self.n, self.tab.k, rows, m, j, i)
+        return move_rows_of(self.n, self.tab.k, rows, m, j, i)
 
     def _move_index(self, j: int, i: int) -> tuple[IntArray, IntArray]:
         """Flat positions in `w` of model i's sets holding j at r >= 1 charges, and of the
         sets without j at r - 1 (a Horcrux moving from j spends a charge)."""
         rows, m, _ = self.w.shape
-        return _move_positions(self.n, self.tab.k, rows, m, j, i)
+        return move_positions(self.n, self.tab.k, rows, m, j, i)

@@ -33,6 +33,7 @@ import json
 import math
 import zlib
 
+from horcrux.belief import ties
 from horcrux.belief.base import BeliefPoint
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet
@@ -123,8 +124,8 @@ class HeuristicBelief:
         return out
 
     def top(self, n: int = 3) -> list[tuple[str, float]]:
-        ranked = sorted(self.beliefs.items(), key=lambda kv: -kv[1])[:n]
-        return [(loc, round(p, 6)) for loc, p in ranked]
+        best = ties.ranked_items(self.beliefs, self.beliefs)[:n]  # near-equals listed first
+        return [(loc, round(self.beliefs[loc], 6)) for loc in best]
 
     def snapshot(self) -> bytes:
         data = {

@@ -11,7 +11,7 @@ from horcrux.belief.tables import (
 )
 
 
-def _h2(p: FloatArray) -> FloatArray:
+def h2(p: FloatArray) -> FloatArray:
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
     out: FloatArray = -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
     return out

@@ -1,43 +1,53 @@
-"""Where the stacked filters' models plant decoys (`_Filters` takes these methods): at
-the top public evidence, at random, on Harry's map, or wherever they can (`greedy`)."""
+"""Where the stacked filters' models plant decoys (`Planting`, one per `Filters`): at the
+top public evidence, at random, on Harry's map, or wherever they can (`greedy`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
+from horcrux.belief import ties
 from horcrux.belief.catalogue import AdversaryModel, Placement
 from horcrux.belief.reacting import (
-    _top_groups,
+    top_groups,
 )
 from horcrux.belief.tables import (
-    _SUM,
+    SUM,
     FloatArray,
     Maps,
-    _Tables,
+    Tables,
     array_sum,
 )
 
 
-class _Planting:
-    """`_Filters`' decoy planting (a mixin: the attributes are `_Filters`')."""
+class Planted(Protocol):
+    """What planting reads and writes of a filter (`horcrux.belief.filter.Filters`): its
+    tables (`tab`, replaced when a Horcrux is destroyed), its decoy state (`c`, `used`),
+    the models that may still plant (`planters`, replaced, never mutated: a lookahead
+    copy shares it) and Harry's maps."""
 
-    models: tuple[AdversaryModel, ...]
     n: int
+    tab: Tables
     count: int
-    tab: _Tables
     c: FloatArray
     used: FloatArray
-    _placement: list[Placement]
-    _plant_rates: list[float]
-    _planters: tuple[int, ...]
+    planters: tuple[int, ...]
 
-    if TYPE_CHECKING:
+    def marginal(self) -> FloatArray: ...
 
-        def marginal(self) -> FloatArray: ...
+    def mixture(self, weights: FloatArray) -> FloatArray: ...
 
-        def mixture(self, weights: FloatArray) -> FloatArray: ...
+
+class Planting:
+    """Where a filter's models plant decoys (one per filter, over its models; read-only
+    once built): `plant` makes the decoys' part of a predictive step on the filter."""
+
+    def __init__(self, models: tuple[AdversaryModel, ...]) -> None:
+        self.models = models
+        self.rates: list[float] = [m.plant for m in models]
+        """Each model's P(a decoy per turn), as Python floats."""
+        self.placement: list[Placement] = [m.placement for m in models]
 
     def _plant_on_map(
         self,
@@ -72,7 +82,11 @@ class _Planting:
         return planted
 
     def _scatter(
-        self, rows: dict[int, list[float]], marginal: FloatArray, jobs: list[tuple[int, float]]
+        self,
+        flt: Planted,
+        rows: dict[int, list[float]],
+        marginal: FloatArray,
+        jobs: list[tuple[int, float]],
     ) -> None:
         """The `scatter` share of `belief` decoys, for every model at once: model i's
         decoy goes anywhere free with probability `share` (its chance x scatter), which
@@ -83,21 +97,28 @@ class _Planting:
         index = [i for i, _ in jobs]
         c_rows = np.array([rows[i] for i in index])
         free = (1.0 - marginal.take(index, axis=0)) * (1.0 - c_rows)  # P(j is free)
-        totals = _SUM(free, 1).tolist()
+        totals = SUM(free, 1).tolist()
         raise_by = [
             min(1.0, share / total) if total > 0.0 else 0.0
             for (_, share), total in zip(jobs, totals, strict=True)
         ]
         c_rows += (1.0 - c_rows) * np.array(raise_by)[:, None]
-        self.c[index] = c_rows
+        flt.c[index] = c_rows
 
-    def _plant(
-        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
+    def plant(
+        self,
+        flt: Planted,
+        p_no_move: list[float],
+        evidence: FloatArray,
+        harry: Maps | None = None,
     ) -> None:
+        """The decoys' part of `flt`'s predictive step, after the moves: each model that
+        may still plant does so with its rate, where its placement says (`p_no_move`:
+        per model, P(no relocation this turn); `evidence`: the public evidence)."""
         # in Python floats: the same doubles as the array expressions
-        rates = self._plant_rates
-        last = self.used[:, -1].tolist()
-        planted_all = [0.0] * self.count
+        rates = self.rates
+        last = flt.used[:, -1].tolist()
+        planted_all = [0.0] * flt.count
         marginal: FloatArray | None = None
         rows: dict[int, list[float]] = {}  # the rows of c this step writes, as floats
         scattered: list[tuple[int, float]] = []  # belief decoys' scatter shares, by model
@@ -107,7 +128,7 @@ class _Planting:
         # on these short rows; `array_sum` is numpy's summation): a handful of candidates
         # and a few models, where numpy's per-call cost would dominate
         done: list[int] = []  # models whose decoys are all used, from now on
-        for i in self._planters:
+        for i in flt.planters:
             x = p_no_move[i]
             go = rates[i] * (x if x > 0.0 else 0.0)  # p * max(0.0, x)
             left = 1.0 - last[i]
@@ -116,13 +137,13 @@ class _Planting:
                 continue
             if go <= 0.0:
                 continue
-            placement = self._placement[i]
+            placement = self.placement[i]
             if placement == "belief" and harry is None:
                 continue
             if marginal is None:
-                marginal = self.marginal()
+                marginal = flt.marginal()
             chance = go * left  # this model plants now
-            c_row = rows[i] = self.c[i].tolist()
+            c_row = rows[i] = flt.c[i].tolist()
             m_row = marginal[i].tolist()
             if placement == "random":  # a uniformly drawn free location
                 free = [(1.0 - m) * (1.0 - c) for m, c in zip(m_row, c_row, strict=True)]
@@ -146,13 +167,13 @@ class _Planting:
                             exact_map = (
                                 harry["naive"]
                                 if reads == "naive"
-                                else self.mixture(harry["weights"])
+                                else flt.mixture(harry["weights"])
                             )
-                            rated[key] = _top_groups(exact_map, self.tab.k / self.n, 0.0)
+                            rated[key] = top_groups(exact_map, flt.tab.k / flt.n, 0.0)
                         groups = rated[key]
                     else:
                         if reads not in rated:
-                            rated[reads] = _top_groups(harry[reads], self.tab.k / self.n)
+                            rated[reads] = top_groups(harry[reads], flt.tab.k / flt.n)
                         groups = rated[reads]
                     if not groups:
                         continue
@@ -164,13 +185,11 @@ class _Planting:
                     planted_all[i] = planted
                     continue
                 if placement == "greedy":  # every location, best evidence first
-                    order = np.argsort(-evidence, kind="stable").tolist()
+                    order = ties.ranked(evidence.tolist())  # near-equals in board order
                 else:
                     if cand is None:  # best evidence first, board order on ties
                         seen = evidence.tolist()
-                        cand = sorted(
-                            (j for j, e in enumerate(seen) if e > 0.0), key=lambda j: -seen[j]
-                        )
+                        cand = [j for j in ties.ranked(seen) if ties.above(seen[j], 0.0)]
                     order = cand
                 if not order:
                     continue
@@ -185,14 +204,14 @@ class _Planting:
                 planted = min(1.0, planted * go)
             planted_all[i] = planted
         for i, row in rows.items():
-            self.c[i] = row
+            flt.c[i] = row
         if scattered:
             assert marginal is not None
-            self._scatter(rows, marginal, scattered)
+            self._scatter(flt, rows, marginal, scattered)
         if done:  # P(every decoy used) = 1 only grows: they never plant again
-            self._planters = tuple(i for i in self._planters if i not in done)
-        moving = [i for i in self._planters if planted_all[i]]
-        used = self.used
+            flt.planters = tuple(i for i in flt.planters if i not in done)
+        moving = [i for i in flt.planters if planted_all[i]]
+        used = flt.used
         if len(moving) > 3:  # each model's count of decoys used moves up by `planted`
             shift = used[:, :-1] * np.array(planted_all)[:, None]
             used[:, :-1] -= shift

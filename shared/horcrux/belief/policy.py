@@ -1,10 +1,27 @@
 """Harry's policy knobs (`PlannerParams`) and the default Harry's play (`RANDOMISED`): one
 source for the planner (`horcrux.agents.planner`) and for the filter's copy of Harry's own
-rule (the `rule` adversary model, `horcrux.belief.catalogue`), which must follow it."""
+rule (the `rule` adversary model, `horcrux.belief.catalogue`), which must follow it: the
+threshold by spare attacks (`spare_threshold`) and the forced attack (`forced_attack`) are
+written here once, for both."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+
+def spare_threshold(thresholds: Sequence[float], spare: int) -> float:
+    """The attack threshold with `spare` spare attacks (attacks left - Horcruxes left):
+    `thresholds[spare]`, the first entry below 0 spare and the last for more than listed."""
+    return thresholds[max(0, min(spare, len(thresholds) - 1))]
+
+
+def forced_attack(turns_left: int, horcruxes_left: int, attacks_left: int, endgame: bool) -> bool:
+    """Whether the rule attacks whatever the map says: an attack left and no more turns
+    than Horcruxes left, or (the `endgame`) the attacks left cover every turn left."""
+    if attacks_left <= 0:
+        return False
+    return turns_left <= horcruxes_left or (endgame and turns_left <= attacks_left)
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,8 @@ class PlannerParams:
     # adversary model then predicts Harry's mixed strategy exactly
 
     def threshold(self, spare: int) -> float:
-        return self.thresholds[max(0, min(spare, len(self.thresholds) - 1))]
+        """The attack threshold with `spare` spare attacks (`spare_threshold`)."""
+        return spare_threshold(self.thresholds, spare)
 
 
 RANDOMISED = PlannerParams(jitter=0.1, near=0.1, hesitate=-1.0, exposed=(0.3, 0.3, 0.25, 0.5))
@@ -67,4 +85,4 @@ an attack on any location within 0.25 of the top one (drawn in proportion to its
 occupancy) and a hesitation of 1/2 before a threshold attack."""
 
 
-__all__ = ["RANDOMISED", "PlannerParams"]
+__all__ = ["RANDOMISED", "PlannerParams", "forced_attack", "spare_threshold"]

@@ -1,11 +1,8 @@
 """What the belief-reacting adversary models read from Harry's map: levelled and banded
-destinations, the groups their decoys go to (`_BeliefPlan`), the planner's tie order,
+destinations, the groups their decoys go to (`BeliefPlan`), the planner's tie order,
 and Harry's one-turn race against a copy of his code (`race_attack`)."""
 
 from __future__ import annotations
-
-import random
-from functools import lru_cache
 
 import numpy as np
 
@@ -17,14 +14,14 @@ from horcrux.belief.catalogue import (
     Destination,
 )
 from horcrux.belief.tables import (
-    _MAX,
-    _MIN,
-    _SUM,
+    MAX,
+    MIN,
+    SUM,
     FloatArray,
     IntArray,
-    _scattered,
-    _Tables,
+    Tables,
     array_sum,
+    scattered_share,
 )
 
 
@@ -63,17 +60,17 @@ def level_fill(values: FloatArray, mass: float) -> FloatArray:
 # filter of that shape (built once, not once a game; read-only: only ever indices)
 
 
-def _exact_low(
-    tab: _Tables, harry: FloatArray, go: IntArray, free: IntArray, band: float, full: bool
+def exact_low_rows(
+    tab: Tables, harry: FloatArray, go: IntArray, free: IntArray, band: float, full: bool
 ) -> FloatArray:
-    """0/1 as floats: the destinations `_BeliefPlan._low` gives the sets go on the map
+    """0/1 as floats: the destinations `BeliefPlan._low` gives the sets go on the map
     `harry` (the free locations within `band` of each set's lowest free one), on their
     free locations `free` ((len(go), n-k)), or with `full` on every location (0 on the
     set's own). The same minimum and comparisons as `_low`'s, so divided by their row
     count the same doubles."""
     # each set's minimum over its free locations, read through the transposed index
     # (a reduction across rows costs numpy far less than along a short axis)
-    edge = _MIN(harry.take(free.T), 0) + band
+    edge = MIN(harry.take(free.T), 0) + band
     if full:
         low = harry[None, :] <= edge[:, None]
         low &= ~tab.member.take(go, axis=0)
@@ -83,7 +80,7 @@ def _exact_low(
     return out
 
 
-class _BeliefPlan:
+class BeliefPlan:
     """What a belief-reacting adversary reads from one of Harry's maps, per Horcrux set:
     the top occupancy among its locations (what a trigger reads) and which of them holds
     it; for the sets that move, the rows they move to and the `low` destinations (the
@@ -91,11 +88,11 @@ class _BeliefPlan:
     (when a model first needs them) and read with `take` (numpy's fancy indexing costs
     several times more at these sizes): the same numbers as set by set."""
 
-    def __init__(self, tab: _Tables, harry: FloatArray, peak: float | None = None) -> None:
+    def __init__(self, tab: Tables, harry: FloatArray, peak: float | None = None) -> None:
         self.tab = tab
         self.harry = harry
         if peak is None:
-            peak = float(_MAX(harry, None))
+            peak = float(MAX(harry, None))
         self.top_max = peak if tab.k else 0.0  # every location is in a set
         self._top: tuple[FloatArray, IntArray] | None = None
         self._band: FloatArray | None = None
@@ -186,7 +183,8 @@ class _BeliefPlan:
         lowest it lacks."""
         if self._band is None or self._first is None:
             tab = self.tab
-            lowest = self.harry.argsort(kind="stable")[: tab.k + 1]
+            # the k+1 lowest, near-equals in board order (`ties.ranked`, lowest first)
+            lowest = np.array(ties.ranked(self.harry.tolist(), lowest=True)[: tab.k + 1])
             edge = self.harry.take(lowest) + (LOW_BAND + ties.TOL)  # the band's edge included
             self._band = (self.harry[None, :] <= edge[:, None]).astype(np.float64)
             # the first False of member[:, lowest], as k vector ops from the last one (a
@@ -198,10 +196,10 @@ class _BeliefPlan:
             self._first = first
 
     def exact_low(self, go: IntArray, band: float, cols: IntArray | None = None) -> FloatArray:
-        """`_exact_low` on this map: on the free locations `cols` ((len(go), n-k)), or on
+        """`exact_low_rows` on this map: on the free locations `cols` ((len(go), n-k)), or on
         every location when None."""
         free = self.tab.free_cols.take(go, axis=0) if cols is None else cols
-        return _exact_low(self.tab, self.harry, go, free, band, cols is None)
+        return exact_low_rows(self.tab, self.harry, go, free, band, cols is None)
 
     def low(self, go: IntArray) -> FloatArray:
         """(len(go), n): the `low` destinations' probabilities for the sets go.
@@ -216,7 +214,7 @@ class _BeliefPlan:
         assert self._band is not None and self._first is not None
         low = self._band.take(self._first.take(go), axis=0)
         low *= tab.free.take(go, axis=0)
-        low /= _SUM(low, 1, keepdims=True)
+        low /= SUM(low, 1, keepdims=True)
         return low
 
     def dest(
@@ -231,41 +229,24 @@ class _BeliefPlan:
         out = self.low(go) if band == LOW_BAND else self._low(go, band)  # a new array
         if scatter > 0.0:  # (1 - scatter) low + scatter anywhere, the same products and sum
             out *= 1.0 - scatter
-            out += _scattered(tab.n, tab.k, scatter).take(go, axis=0)
+            out += scattered_share(tab.n, tab.k, scatter).take(go, axis=0)
         return out
 
     def _low(self, go: IntArray, band: float) -> FloatArray:
         """`low` within `band` (EXACT_BAND) of each set's lowest free location: an exact
         model's destinations, (len(go), n)."""
         low = self.exact_low(go, band)
-        low /= _SUM(low, 1, keepdims=True)
+        low /= SUM(low, 1, keepdims=True)
         return low
 
 
-def _top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[list[int]]:
+def top_groups(seen: FloatArray, floor: float, band: float = TOP_BAND) -> list[list[int]]:
     """The locations Harry's map rates above `floor`, best first (board order on ties),
     in groups within `band` (TOP_BAND; 0 for an exact model) of each group's best: where
     a `belief` decoy goes."""
     # in Python floats (a handful of values); near-equals tied (`ties`: the same groups
     # on every machine), each group in board order
     return ties.tie_groups(seen.tolist(), floor, band)
-
-
-@lru_cache(maxsize=256)
-def _tie_ranks(n: int, turn: int) -> list[float]:
-    """`_tie_order` as Python floats, cached (never to be written)."""
-    ranks: list[float] = _tie_order(n, turn).tolist()
-    return ranks
-
-
-@lru_cache(maxsize=256)
-def _tie_order(n: int, turn: int) -> FloatArray:
-    """The planner's tie-break ranks at `turn` (`horcrux.agents.planner.tie_order`)."""
-    ranks = list(range(n))
-    random.Random(0x9E3779B1 ^ turn).shuffle(ranks)
-    out = np.array(ranks, dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def race_attack(own: FloatArray, cost: float, rho: float, forced: bool) -> FloatArray:

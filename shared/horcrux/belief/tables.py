@@ -17,21 +17,21 @@ Maps = dict[str, FloatArray]  # Harry's maps a belief-reacting adversary may rea
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
-_TINY = 1e-300
-_EVIDENCE_FLOOR = 1e-12
+TINY = 1e-300
+EVIDENCE_FLOOR = 1e-12
 # The ufuncs behind `a.clip(lo, hi)`, `a.sum(axis)` and `a.max()` (numpy's methods call
 # them through a Python wrapper, whose overhead is a fair share of a call at these sizes):
 # the same operation, the same doubles.
-_CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
-_SUM = np.add.reduce
-_MAX = np.maximum.reduce
-_MIN = np.minimum.reduce
-_ANY = np.logical_or.reduce
+CLIP: Any = np.clip if not hasattr(np, "_core") else np._core.umath.clip
+SUM = np.add.reduce
+MAX = np.maximum.reduce
+MIN = np.minimum.reduce
+ANY = np.logical_or.reduce
 
 
 # ---------------------------------------------------------------- precomputed tables
 @dataclass(frozen=True)
-class _Tables:
+class Tables:
     """Index maps for the sets of size k over n locations."""
 
     n: int
@@ -75,7 +75,7 @@ class _Tables:
 
 
 @lru_cache(maxsize=64)
-def _tables(n: int, k: int) -> _Tables:
+def tables_of(n: int, k: int) -> Tables:
     sets = tuple(combinations(range(n), k))
     index = {s: i for i, s in enumerate(sets)}
     member = np.zeros((len(sets), n), dtype=bool)
@@ -126,7 +126,7 @@ def _tables(n: int, k: int) -> _Tables:
         [[swap[i, j, u] for u in free_cols[i]] for i, s in enumerate(sets) for j in s],
         dtype=np.intp,
     ).reshape(len(sets) * k, n - k)
-    return _Tables(
+    return Tables(
         n=n,
         k=k,
         sets=sets,
@@ -162,7 +162,7 @@ def _tables(n: int, k: int) -> _Tables:
 
 
 @lru_cache(maxsize=64)
-def _level_offsets(rows: int, n_sets: int) -> IntArray:
+def level_offsets(rows: int, n_sets: int) -> IntArray:
     """(rows, 1, 1): the first flat position of each charge level's sets."""
     out: IntArray = (np.arange(rows) * n_sets)[:, None, None]
     out.setflags(write=False)
@@ -170,7 +170,7 @@ def _level_offsets(rows: int, n_sets: int) -> IntArray:
 
 
 @lru_cache(maxsize=1024)
-def _row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
+def row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
     """(sets, rows - 1): the flat position of model i's set s at r = 1..rows-1 charges."""
     out: IntArray = np.arange(sets)[:, None] + ((np.arange(1, rows) * models + i) * sets)[None, :]
     out.setflags(write=False)
@@ -178,23 +178,23 @@ def _row_positions(rows: int, models: int, sets: int, i: int) -> IntArray:
 
 
 @lru_cache(maxsize=1024)
-def _swap_bins(n: int, k: int, j: int, levels: int) -> IntArray:
+def swap_bins(n: int, k: int, j: int, levels: int) -> IntArray:
     """Flat bins (level, set) where the sets holding j go when j's Horcrux moves to each
     of their free locations, for `levels` charge levels: (levels x len(with_j) x (n-k),)."""
-    tab = _tables(n, k)
+    tab = tables_of(n, k)
     swaps = tab.swap_free.take(tab.with_j_rows[j], axis=0)
-    out: IntArray = (swaps + _level_offsets(levels, len(tab.sets))).reshape(-1)
+    out: IntArray = (swaps + level_offsets(levels, len(tab.sets))).reshape(-1)
     out.setflags(write=False)
     return out
 
 
 @lru_cache(maxsize=4096)
-def _move_positions(
+def move_positions(
     n: int, k: int, rows: int, models: int, j: int, i: int
 ) -> tuple[IntArray, IntArray]:
     """Flat positions of model i's sets holding j at r >= 1 charges, and of the sets
     without j at r - 1 (a Horcrux moving from j spends a charge)."""
-    tab = _tables(n, k)
+    tab = tables_of(n, k)
     s = len(tab.sets)
     start = (np.arange(rows - 1)[:, None] * models + i) * s  # (r - 1, model i, set 0)
     up: IntArray = (start + models * s + tab.with_j[j][None, :]).reshape(-1)
@@ -205,27 +205,27 @@ def _move_positions(
 
 
 @lru_cache(maxsize=4096)
-def _move_rows(n: int, k: int, rows: int, models: int, j: int, i: int) -> IntArray:
-    """`_move_positions`' first array as (sets holding j, rows - 1): w[1:, i, with_j[j]]."""
-    out: IntArray = _move_positions(n, k, rows, models, j, i)[0].reshape(rows - 1, -1).T
+def move_rows_of(n: int, k: int, rows: int, models: int, j: int, i: int) -> IntArray:
+    """`move_positions`' first array as (sets holding j, rows - 1): w[1:, i, with_j[j]]."""
+    out: IntArray = move_positions(n, k, rows, models, j, i)[0].reshape(rows - 1, -1).T
     return out
 
 
 @lru_cache(maxsize=64)
-def _row_starts(n: int, count: int) -> IntArray:
+def row_starts(n: int, count: int) -> IntArray:
     """(count, 1): the first flat position of each row of a (count, n) array."""
     out: IntArray = (np.arange(count) * n)[:, None]
     out.setflags(write=False)
     return out
 
 
-def _charge_sum(w: FloatArray) -> FloatArray:
+def charge_sum(w: FloatArray) -> FloatArray:
     """`w.sum(0)`: the weights summed over the charge levels. On a C-contiguous array numpy
     adds the rows of the outer axis one after the other, so row by row additions give the
     same doubles, without the cost of its reduction machinery."""
     rows = w.shape[0]
     if rows > 8 or rows < 2 or not w.flags.c_contiguous:
-        out: FloatArray = _SUM(w, 0)
+        out: FloatArray = SUM(w, 0)
         return out
     out = w[0] + w[1]
     for r in range(2, rows):
@@ -234,10 +234,10 @@ def _charge_sum(w: FloatArray) -> FloatArray:
 
 
 @lru_cache(maxsize=64)
-def _scattered(n: int, k: int, scatter: float) -> FloatArray:
+def scattered_share(n: int, k: int, scatter: float) -> FloatArray:
     """scatter x `anywhere` of the sets of size k over n: the uniform share of a `low`
     destination, per set."""
-    out: FloatArray = scatter * _tables(n, k).anywhere
+    out: FloatArray = scatter * tables_of(n, k).anywhere
     out.setflags(write=False)
     return out
 

@@ -15,9 +15,20 @@ played on every machine:
   `at_most(x, t)` are true there, `above(x, t)` and `below(x, t)` false. A value
   mathematically equal to a threshold thus falls on a fixed side on every machine.
 * Ties: values within TOL of the best are equal; among them the first in a documented
-  order wins: the lowest rank of a given tie order (the planner's per-turn shuffle,
-  `horcrux.agents.planner.tie_order`, itself machine-independent), else board order
-  (the lowest index).
+  order wins: the lowest rank of a given tie order (`tie_order`, the per-turn shuffle
+  every planner and the belief-reacting models break ties by, itself
+  machine-independent), else board order (the lowest index, or the order the caller
+  lists its items in).
+* Ranked sorts: `ranked` (indices) and `ranked_items` (keys of a mapping) order values
+  best first (or lowest first) in groups of near-equals, each group in tie order; their
+  first element is `argmax_first`'s (`first_best`'s) pick. Every sort of computed floats
+  whose order reaches a decision or a rendered prompt goes through them.
+* Sums: a value summed in Python in the order events arrived (evidence per location,
+  a log-likelihood ratio per search) differs in its last bits with that order, so two
+  mathematically equal sums can compare either way; compared through the functions
+  above (never with `max(..., key=...)` or `<`), they tie, and the tie order decides.
+  A sum whose own value is the result (a total shown or stored) uses `math.fsum`, exact
+  whatever the order.
 
 A decision can still differ between machines where a value lies within 1e-16 of
 `threshold - TOL` (or of `best - TOL`): a boundary no mathematically exact quantity of
@@ -27,13 +38,47 @@ the game sits on, unlike the ties and thresholds above, which games hit every tu
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+K = TypeVar("K", bound=Hashable)
+
 TOL = 1e-9
 """Values within this of each other (or of a threshold) are equal (see the module doc)."""
+
+
+TIE_SEED = 0x9E3779B1
+"""The tie order's seed: `tie_order(n, turn)` shuffles with `random.Random(TIE_SEED ^ turn)`."""
+
+
+@lru_cache(maxsize=256)
+def tie_order(n: int, turn: int) -> NDArray[np.float64]:
+    """Tie-break ranks for the n locations at `turn`: a permutation drawn from the turn
+    (read-only; `tie_ranks` as Python floats).
+
+    Harry has no reason to prefer one of several equally good locations; a fixed board
+    order would make a forgetful Harry (the memory window) cycle through the same few
+    locations he keeps forgetting and never reach the others. Deterministic in the turn,
+    so a decision stays a pure function of the view (snapshots, the gated brain's shadow,
+    the belief-reacting models' prediction of Harry).
+    """
+    ranks = list(range(n))
+    random.Random(TIE_SEED ^ turn).shuffle(ranks)
+    out = np.array(ranks, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=256)
+def tie_ranks(n: int, turn: int) -> list[float]:
+    """`tie_order(n, turn)` as Python floats, cached (never to be written)."""
+    ranks: list[float] = tie_order(n, turn).tolist()
+    return ranks
 
 
 def scaled(x: float) -> float:
@@ -83,11 +128,46 @@ def argmax_first(values: Sequence[float], ranks: Sequence[float] | None = None) 
     return best
 
 
-def first_best(items: Iterable[str], value: dict[str, float]) -> str:
+def first_best(items: Iterable[K], value: Mapping[K, float]) -> K:
     """`max(items, key=value)` with near-equals tied: the first item (in the iteration's
     order) whose value is within TOL of the best."""
     listed = list(items)
     return listed[argmax_first([value[x] for x in listed])]
+
+
+def ranked(
+    values: Sequence[float], ranks: Sequence[float] | None = None, *, lowest: bool = False
+) -> list[int]:
+    """The indices of `values` best first (`lowest`: lowest first), near-equals tied: each
+    group of the values within `scaled` of the group's first (the best, or the lowest, of
+    those left) is in the order of `ranks` (lowest rank first), else in board order. The
+    first index is `argmax_first(values, ranks)` (best first)."""
+    sign = 1.0 if lowest else -1.0
+    order = sorted(range(len(values)), key=lambda j: sign * values[j])
+    out: list[int] = []
+    start = 0
+    while start < len(order):
+        head = values[order[start]]
+        stop = start + 1
+        if lowest:
+            cut = head + scaled(head)
+            while stop < len(order) and values[order[stop]] <= cut:
+                stop += 1
+        else:
+            cut = head - scaled(head)
+            while stop < len(order) and values[order[stop]] >= cut:
+                stop += 1
+        group = order[start:stop]
+        out += sorted(group) if ranks is None else sorted(group, key=lambda j: ranks[j])
+        start = stop
+    return out
+
+
+def ranked_items(items: Iterable[K], value: Mapping[K, float], *, lowest: bool = False) -> list[K]:
+    """`ranked` on the items' values: best first (`lowest`: lowest first), near-equals in
+    the order the items are listed (`first_best`'s pick first)."""
+    listed = list(items)
+    return [listed[i] for i in ranked([value[x] for x in listed], lowest=lowest)]
 
 
 def tie_groups(values: Sequence[float], floor: float, band: float) -> list[list[int]]:
@@ -108,6 +188,7 @@ def tie_groups(values: Sequence[float], floor: float, band: float) -> list[list[
 
 
 __all__ = [
+    "TIE_SEED",
     "TOL",
     "above",
     "argmax_first",
@@ -116,6 +197,10 @@ __all__ = [
     "at_most",
     "below",
     "first_best",
+    "ranked",
+    "ranked_items",
     "scaled",
     "tie_groups",
+    "tie_order",
+    "tie_ranks",
 ]

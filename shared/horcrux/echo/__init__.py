@@ -7,10 +7,10 @@ the style posterior over the planner's adversary models; decayed, capped, recall
 adversary models, corrections and beliefs give the L1 context one memory line."""
 
 from horcrux.echo.config import EchoConfig, default_config, load_config
-from horcrux.echo.core import Consolidation, check, consolidate, rebuild
 from horcrux.echo.corrections import add_correction
 from horcrux.echo.decay import reinforce, retention
 from horcrux.echo.extract import extract
+from horcrux.echo.lifecycle import Consolidation, check, consolidate, rebuild
 from horcrux.echo.model import (
     MEMORY_SCHEMA,
     Belief,

@@ -4,7 +4,7 @@ the active one when it asserts a rate), confirm a contradicted one, retire one."
 from __future__ import annotations
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.core import PRIOR_FLOOR, describe
+from horcrux.echo.lifecycle import PRIOR_FLOOR, describe
 from horcrux.echo.model import (
     ADVERSARY_SUBJECTS,
     AnyItem,

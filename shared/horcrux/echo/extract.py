@@ -31,6 +31,7 @@ class Planted(NamedTuple):
 def decoy_placements(events: Sequence[AnyEvent]) -> list[Planted]:
     """Per decoy planted, in order: where it went against the filter's planting rules."""
     from horcrux.agents.voldemort import public_evidence
+    from horcrux.belief import ties
 
     if not events or not isinstance(events[0], GameStarted):
         return []
@@ -43,10 +44,11 @@ def decoy_placements(events: Sequence[AnyEvent]) -> list[Planted]:
             view = voldemort_view(state)
             evidence = public_evidence(state.rules, view.history)
             free = view.free_locations()
-            best = max(free, key=lambda loc: evidence[loc]) if free else None
+            best = ties.first_best(free, evidence) if free else None  # as the reference
             at = event.action.location
             top = best == at
-            out.append(Planted(at, top and evidence[at] > 0, top and evidence[at] <= 0))
+            positive = ties.above(evidence[at], 0.0)
+            out.append(Planted(at, top and positive, top and not positive))
         state, _ = apply(state, event.action)
     return out
 

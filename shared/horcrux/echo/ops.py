@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from horcrux.echo.config import default_config
-from horcrux.echo.core import live_conflicts
 from horcrux.echo.corrections import (
     UnknownItem,
     add_correction,
@@ -32,6 +31,7 @@ from horcrux.echo.corrections import (
     retire_correction,
 )
 from horcrux.echo.decay import retention
+from horcrux.echo.lifecycle import live_conflicts
 from horcrux.echo.model import (
     ACTIONABLE_SUBJECTS,
     AnyItem,
@@ -175,6 +175,7 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             rule=item.rule, params=item.params, valid_from=item.valid_from, valid_to=item.valid_to
         )
     elif isinstance(item, Style):
+        from horcrux.belief import ties
         from horcrux.belief.bayes import DEFAULT_MODE, MODES
         from horcrux.echo import style
 
@@ -182,7 +183,7 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
         view.update(
             games=item.games,
             scores=item.scores,
-            posterior={u: round(p, 4) for u, p in sorted(q.items(), key=lambda kv: -kv[1])},
+            posterior={u: round(q[u], 4) for u in ties.ranked_items(q, q)},
             thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
         )
     elif isinstance(item, Opponent):

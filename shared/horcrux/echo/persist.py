@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.core import EXPECTED_KEYS, Consolidation, check, consolidate, rebuild
+from horcrux.echo.lifecycle import EXPECTED_KEYS, Consolidation, check, consolidate, rebuild
 from horcrux.echo.model import MEMORY_SCHEMA, EchoMemory, protected
 from horcrux.echo.readers import reads_memory
 from horcrux.store.port import AnyEvent, Conflict, ScopeStore

@@ -4,12 +4,13 @@
 `move_logliks(rules, models, events)`: per model, log P(Voldemort's moves | model), each
 of his turns given the public record so far and the true state (relocation charges
 left, where the Horcruxes and decoys are, how many decoys he has used). The models'
-motions are exactly those of the exact filter (`horcrux.belief.filter._Filters.predict`):
+motions are exactly those of the exact filter (`horcrux.belief.filter.Filters.predict`):
 
 * a replayed `BayesBelief` over `models` folds Harry's records in, as in the game; its
-  predictive step is recorded: Harry's maps (`_maps`), every whole-mixture map a model
-  reads (`mixture`, keyed by the model and the sets it moves) and the mass a levelled
-  (`fill`) destination shares out;
+  predictive step is recorded through the filter's public hook (`MapReader`, given with
+  `BayesBelief.read_maps_with`): Harry's maps, every whole-mixture map a model reads
+  (`mixture`, keyed by the model and the sets it moves) and the mass a levelled (`fill`)
+  destination shares out;
 * a second stack of filters over the same models starts from a point mass at the true
   state (every model at the true Horcrux set and charges, c_j = 1 at the true decoys
   and 0 elsewhere, the true count of decoys used) and makes the same predictive step,
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -41,11 +42,10 @@ from horcrux.belief.bayes import (
     AdversaryModel,
     BayesBelief,
     FloatArray,
-    IntArray,
     Maps,
 )
-from horcrux.belief.filter import _Filters
-from horcrux.belief.reacting import _BeliefPlan
+from horcrux.belief.filter import Filters
+from horcrux.belief.reader import Key, MapReader
 from horcrux.engine import apply, new_game
 from horcrux.models import (
     GameStarted,
@@ -64,144 +64,120 @@ if TYPE_CHECKING:
 EPS = 1e-3
 """The share of each turn's probability spread uniformly over the legal moves."""
 
-_Key = tuple[Any, ...]
 
+class _Keyed(MapReader):
+    """A replay's reader: where in the step a map is read (the section's key, and the
+    read's rank in it)."""
 
-class _Keyed(_Filters):
-    """The filters with the context of every map read: which model's move (or the
-    decoys), which sets a levelled destination shares out, and the call's rank in it."""
+    active = True
 
-    def __init__(self, models: tuple[AdversaryModel, ...], n: int, k: int, r: int, d: int):
-        super().__init__(models, n, k, r, d)
-        self.context: _Key = ("pre",)
+    def __init__(self) -> None:
+        self.context: Key = ("pre",)
         self.calls = 0
 
-    def _mass(self, key: _Key, mass: float) -> float:
-        """The mass a levelled destination shares out (the recording keeps it)."""
-        return mass
+    def enter(self, key: Key) -> object:
+        saved = (self.context, self.calls)
+        self.context, self.calls = key, 0
+        return saved
 
-    def _move_belief(self, i: int, model: AdversaryModel, plan: _BeliefPlan, harry: Maps) -> float:
-        with _In(self, ("belief", i)):
-            return super()._move_belief(i, model, plan, harry)
-
-    def _filled(
-        self,
-        i: int,
-        model: AdversaryModel,
-        go: IntArray,
-        mass: float,
-        harry: Maps,
-        cols: IntArray | None = None,
-    ) -> FloatArray | None:
-        key = ("fill", i, go.tobytes())
-        with _In(self, key):
-            return super()._filled(i, model, go, self._mass(key, mass), harry, cols)
-
-    def _plant(
-        self, p_no_move: list[float], evidence: FloatArray, harry: Maps | None = None
-    ) -> None:
-        with _In(self, ("plant",)):
-            super()._plant(p_no_move, evidence, harry)
-
-
-class _In:
-    """A filter's map-reading context for the duration of one call."""
-
-    def __init__(self, owner: _Keyed, key: _Key) -> None:
-        self.owner, self.key = owner, key
-
-    def __enter__(self) -> None:
-        self.saved = (self.owner.context, self.owner.calls)
-        self.owner.context, self.owner.calls = self.key, 0
-
-    def __exit__(self, *exc: object) -> None:
-        self.owner.context, self.owner.calls = self.saved
+    def leave(self, saved: object) -> None:
+        self.context, self.calls = cast("tuple[Key, int]", saved)
 
 
 class _Recording(_Keyed):
-    """The replayed belief's filters, recording what each predictive step read."""
+    """The replayed belief's reader: records what each predictive step read."""
 
-    def __init__(self, models: tuple[AdversaryModel, ...], n: int, k: int, r: int, d: int):
-        super().__init__(models, n, k, r, d)
+    def __init__(self) -> None:
+        super().__init__()
         self.maps: Maps | None = None
-        self.mixtures: dict[_Key, FloatArray] = {}
-        self.masses: dict[_Key, float] = {}
+        self.mixtures: dict[Key, FloatArray] = {}
+        self.masses: dict[Key, float] = {}
 
-    def predict(
-        self,
-        positives: list[int],
-        evidence: FloatArray,
-        maps: Callable[[], Maps | None] | None = None,
-    ) -> None:
+    def begin(self, maps: Callable[[], Maps | None] | None) -> Callable[[], Maps | None] | None:
         self.maps, self.mixtures, self.masses = None, {}, {}
         self.context, self.calls = ("pre",), 0
+        if maps is None:
+            return None
+        read = maps
 
         def kept() -> Maps | None:
-            assert maps is not None
-            self.maps = maps()
+            self.maps = read()
             return self.maps
 
-        super().predict(positives, evidence, kept if maps is not None else None)
+        return kept
 
-    def mixture(self, weights: FloatArray) -> FloatArray:
-        out = super().mixture(weights)
+    def mixture(self, compute: Callable[[], FloatArray]) -> FloatArray:
+        out = compute()
         self.mixtures[(*self.context, self.calls)] = out
         self.calls += 1
         return out
 
-    def _mass(self, key: _Key, mass: float) -> float:
+    def mass(self, key: Key, mass: float) -> float:
         self.masses[key] = mass
         return mass
 
 
-class _PointFilters(_Keyed):
+class _Serving(_Keyed):
+    """A point filter's reader: the replay's maps where it read one, in the same place."""
+
+    def __init__(self, rec: _Recording) -> None:
+        super().__init__()
+        self.rec = rec
+
+    def begin(self, maps: Callable[[], Maps | None] | None) -> Callable[[], Maps | None] | None:
+        self.context, self.calls = ("pre",), 0
+        return maps
+
+    def mixture(self, compute: Callable[[], FloatArray]) -> FloatArray:
+        out = self.rec.mixtures.get((*self.context, self.calls))
+        self.calls += 1
+        if out is None:  # the replay built no such map: Harry's map before the moves
+            maps = self.rec.maps
+            return maps["own"] if maps is not None else compute()
+        return out
+
+    def mass(self, key: Key, mass: float) -> float:
+        return self.rec.masses.get(key, mass)
+
+
+class _Point:
     """The filters from a point mass at the true state, reading the replay's maps."""
 
     def __init__(self, models: tuple[AdversaryModel, ...], state: GameState, rec: _Recording):
         rules = state.rules
         index = {loc: i for i, loc in enumerate(rules.locations)}
         n, k = len(rules.locations), len(state.horcruxes)
-        super().__init__(models, n, k, rules.relocations, rules.decoys)
-        self.rec = rec
+        self.flt = flt = Filters(models, n, k, rules.relocations, rules.decoys)
+        flt.reader = _Serving(rec)
         self.charges = state.relocations_left
         self.used_now = rules.decoys - state.decoys_left
-        self.true_set = self.tab.sets.index(tuple(sorted(index[h] for h in state.horcruxes)))
-        self.w[:] = 0.0
-        self.w[self.charges, :, self.true_set] = 1.0
-        self.c[:] = 0.0
+        self.true_set = flt.tab.sets.index(tuple(sorted(index[h] for h in state.horcruxes)))
+        flt.w[:] = 0.0
+        flt.w[self.charges, :, self.true_set] = 1.0
+        flt.c[:] = 0.0
         for d in state.decoys:
-            self.c[:, index[d]] = 1.0
-        self.used[:] = 0.0
-        self.used[:, self.used_now] = 1.0
-
-    def mixture(self, weights: FloatArray) -> FloatArray:
-        out = self.rec.mixtures.get((*self.context, self.calls))
-        self.calls += 1
-        if out is None:  # the replay built no such map: Harry's map before the moves
-            maps = self.rec.maps
-            return maps["own"] if maps is not None else super().mixture(weights)
-        return out
-
-    def _mass(self, key: _Key, mass: float) -> float:
-        return self.rec.masses.get(key, mass)
+            flt.c[:, index[d]] = 1.0
+        flt.used[:] = 0.0
+        flt.used[:, self.used_now] = 1.0
 
 
 def _move_probability(
-    flt: _PointFilters, before: GameState, action: Relocate | PlantDecoy | Pass
+    point: _Point, before: GameState, action: Relocate | PlantDecoy | Pass
 ) -> FloatArray:
     """(models,): each model's probability of `action` after its predictive step."""
     rules = before.rules
     index = {loc: i for i, loc in enumerate(rules.locations)}
-    r = flt.charges
+    flt = point.flt
+    r = point.charges
     stayed = flt.w[r] @ flt.tab.ones  # (models,): the mass that did not move
     planted = (
-        flt.used[:, flt.used_now + 1] if flt.used_now + 1 < flt.used.shape[1] else 0.0 * stayed
+        flt.used[:, point.used_now + 1] if point.used_now + 1 < flt.used.shape[1] else 0.0 * stayed
     )
     if isinstance(action, Relocate):
         if r == 0:
             return np.zeros(flt.count)
         frm, to = index[action.from_location], index[action.to_location]
-        s = tuple(sorted(to if x == frm else x for x in flt.tab.sets[flt.true_set]))
+        s = tuple(sorted(to if x == frm else x for x in flt.tab.sets[point.true_set]))
         out: FloatArray = flt.w[r - 1, :, flt.tab.sets.index(s)].copy()
         return out
     if isinstance(action, PlantDecoy):
@@ -234,11 +210,11 @@ def move_logliks(
     """Per model (by name), log P(Voldemort's moves in `events` | model), robust (EPS)."""
     stack = tuple(models)
     belief = BayesBelief(rules, DEFAULT_MODE, models=stack)
-    n = len(rules.locations)
-    rec = belief._filters = _Recording(stack, n, rules.horcruxes, rules.relocations, rules.decoys)
+    rec = _Recording()
+    belief.read_maps_with(rec)
     total = np.zeros(len(stack))
     state: GameState | None = None
-    flt: _PointFilters | None = None
+    point: _Point | None = None
     index = {loc: i for i, loc in enumerate(rules.locations)}
     for event in events:
         if isinstance(event, GameStarted):
@@ -254,14 +230,14 @@ def move_logliks(
                 for o in event.observations
                 if o.kind == "search" and o.outcome == "positive"
             ]
-            flt = _PointFilters(stack, state, rec)
-            flt.predict(positives, belief._evidence, lambda: rec.maps)
+            point = _Point(stack, state, rec)
+            point.flt.predict(positives, belief.public_evidence, lambda: rec.maps)
         elif isinstance(event, VoldemortMoved):
-            assert state is not None and flt is not None
-            p = np.clip(_move_probability(flt, state, event.action), 0.0, 1.0)
+            assert state is not None and point is not None
+            p = np.clip(_move_probability(point, state, event.action), 0.0, 1.0)
             total += np.log((1.0 - eps) * p + eps / legal_moves(state))
             state, _ = apply(state, event.action)
-            flt = None
+            point = None
     return {m.name: round(float(v), 6) for m, v in zip(stack, total.tolist(), strict=True)}
 
 

@@ -147,7 +147,12 @@ def recall(
         rec = retention(it, now, cfg)
         vs = max(0.0, cosine(qv, v))
         scored.append((w_bm * b / top_bm + w_vec * vs + w_rec * rec, b, vs, rec, it, v))
-    scored.sort(key=lambda s: (-s[0], s[4].id))
+    from horcrux.belief import ties  # here: numpy loads with the first recall, not the ops
+
+    # best first, near-equals by id (`ties`: the same order on every machine)
+    by_id = {it_id: r for r, it_id in enumerate(sorted(s[4].id for s in scored))}
+    best = ties.ranked([s[0] for s in scored], [by_id[s[4].id] for s in scored])
+    scored = [scored[j] for j in best]
     out: list[Recalled] = []
     kept_vecs: list[dict[int, float]] = []
     for score, b, vs, rec, it, v in scored:

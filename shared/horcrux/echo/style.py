@@ -167,11 +167,12 @@ def threshold_support(evidence: Mapping[str, float], threshold: float) -> float:
 
 
 def describe(style: Style) -> str:
+    from horcrux.belief import ties
     from horcrux.belief.bayes import DEFAULT_MODE, MODES
 
     q = posterior(style.scores, units(MODES[DEFAULT_MODE]))
-    best = sorted(q.items(), key=lambda kv: -kv[1])[:3]
-    return "fits: " + ", ".join(f"{u} {p:.2f}" for u, p in best)
+    best = ties.ranked_items(q, q)[:3]
+    return "fits: " + ", ".join(f"{u} {q[u]:.2f}" for u in best)
 
 
 __all__ = [

@@ -231,10 +231,13 @@ def full_plan(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> MemoryP
 
 
 def nearest_threshold(rate: float) -> float:
-    """The belief models' threshold nearest to an asserted one."""
+    """The belief models' threshold nearest to an asserted one (the lowest of near-equally
+    near ones: `ties`)."""
+    from horcrux.belief import ties
     from horcrux.belief.bayes import BELIEF_THRESHOLDS
 
-    return min(BELIEF_THRESHOLDS, key=lambda t: (abs(t - rate), t))
+    listed = sorted(BELIEF_THRESHOLDS)
+    return ties.first_best(listed, {t: -abs(t - rate) for t in listed})
 
 
 def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> str | None:
@@ -245,10 +248,8 @@ def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> 
     cfg = config or default_config()
     ranked = recall(memory, LINE_QUERY, config=cfg)
     order: dict[type, int] = {Correction: 0, Belief: 1}
-    picked = sorted(
-        (r for r in ranked if type(r.item) in order),
-        key=lambda r: (order[type(r.item)], -r.score),
-    )
+    # corrections first, each kind in recall's ranked order (best first, `ties`)
+    picked = sorted((r for r in ranked if type(r.item) in order), key=lambda r: order[type(r.item)])
     found = memory.style()
     held = None
     if found is not None and full_plan(memory) is not None:

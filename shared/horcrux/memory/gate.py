@@ -63,6 +63,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from horcrux.belief import ties
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.settings import ENV_PREFIX, MEASURES, TIERS, GateConfig, Measure  # re-exported
 
@@ -157,11 +158,12 @@ class EntropyGate:
 
 
 def exploration_target(occupancy: Mapping[str, float], rng: random.Random) -> str:
-    """A location drawn uniformly among all but the most likely one (first of equals)."""
+    """A location drawn uniformly among all but the most likely one (the first listed of
+    near-equals: `ties.first_best`)."""
     if not occupancy:
         raise ValueError("exploration needs a non-empty map")
     locations = list(occupancy)
-    top = max(locations, key=lambda loc: occupancy[loc])
+    top = ties.first_best(locations, occupancy)
     others = [loc for loc in locations if loc != top]
     return rng.choice(others) if others else top
 

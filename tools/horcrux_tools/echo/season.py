@@ -40,8 +40,8 @@ from horcrux.echo import opponent as who
 from horcrux.echo import style
 from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
-from horcrux.echo.core import consolidate
 from horcrux.echo.corrections import add_correction
+from horcrux.echo.lifecycle import consolidate
 from horcrux.echo.model import EchoMemory, Subject
 from horcrux.echo.use import (
     ALL_LAYERS,

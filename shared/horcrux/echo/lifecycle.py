@@ -351,7 +351,9 @@ def _threshold_evidence(
         text = it.text.split("; contradicted")[0]
         if conflict:
             q = style.evidence_thresholds(evidence)
-            best = max(q, key=lambda t: q[t]) if q else target
+            from horcrux.belief import ties
+
+            best = ties.first_best(q, q) if q else target
             text += f"; contradicted: evidence favours {best:g} after {games} games"
         items[i] = it.model_copy(
             update={
@@ -412,10 +414,14 @@ def _cap(items: list[AnyItem], clock: float, cfg: EchoConfig) -> _Capped:
         of_level = [it for it in alive if it.level == level]
         if len(of_level) <= budget:
             continue
-        unprotected = sorted(
-            (it for it in of_level if not protected(it)),
-            key=lambda it: (retention(it, clock, cfg), it.created),
+        from horcrux.belief import ties
+
+        # the least retained first, near-equals oldest first (`ties`)
+        free = [it for it in of_level if not protected(it)]
+        weakest = ties.ranked(
+            [retention(it, clock, cfg) for it in free], [it.created for it in free], lowest=True
         )
+        unprotected = [free[j] for j in weakest]
         evicted += unprotected[: min(len(of_level) - budget, len(unprotected))]
     out = {it.id for it in evicted}
     return _Capped([it for it in alive if it.id not in out], forgotten, evicted, archived)
