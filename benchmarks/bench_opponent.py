@@ -30,7 +30,7 @@ from horcrux.agents.particle_harry import against
 from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
 from horcrux.echo import opponent as who
-from horcrux.echo.core import consolidate
+from horcrux.echo.lifecycle import consolidate
 from horcrux.echo.model import EchoMemory
 from horcrux.models import Seat
 from horcrux.rules import CLASSIC

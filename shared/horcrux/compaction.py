@@ -312,7 +312,7 @@ class CompactionOutcome:
     written: bool
     """False when the record was already stored (a retry): nothing new was written."""
     memory: Any = None
-    """The ECHO consolidation of this game (`horcrux.echo.core.Consolidation`), or None
+    """The ECHO consolidation of this game (`horcrux.echo.lifecycle.Consolidation`), or None
     (a person's Harry, a store without scope items, or already consolidated)."""
 
 

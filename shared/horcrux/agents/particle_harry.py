@@ -27,9 +27,9 @@ from typing import Any
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove, int_param
 from horcrux.agents.family import family_seed
 from horcrux.agents.particles import ParticleBelief, Prior, family_prior, told
-from horcrux.agents.planner import Choice, PlannerHarry, forced_attack, tie_order
+from horcrux.agents.planner import Choice, PlannerHarry, forced_attack
 from horcrux.belief.policy import PlannerParams
-from horcrux.belief.ties import argmax_first, at_least, below
+from horcrux.belief.ties import argmax_first, at_least, below, tie_order
 from horcrux.decisions import DecisionRecord
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, Search

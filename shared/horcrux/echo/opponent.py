@@ -80,9 +80,8 @@ MIN_GAMES = 3
 correction's, `style.THRESHOLD_MIN_GAMES`)."""
 MIN_WEIGHT = 1e-4
 """A behaviour below this weight is left out of the played prior."""
-GRAIN = 1e-6
-"""Log-posteriors are ranked at this grain (then by cell index): a ranking that never
-hangs on a last bit."""
+NEAR = 40.0
+"""Only the cells within this many nats of the best are ranked (the rest weigh < e^-40)."""
 
 Grid = NDArray[np.float64]
 
@@ -225,11 +224,12 @@ def behaviours(item: Opponent, n: int = TOP) -> list[tuple[FamilyParams, float]]
     top = float(joint.max())
     w = np.exp(joint - top)
     w /= float(w.sum())
-    grained = np.round((joint - top) / GRAIN).ravel()
-    order = np.lexsort((np.arange(grained.size), -grained))
+    logs = joint.ravel()
+    near = np.flatnonzero(ties.at_least_array(logs, top - NEAR)).tolist()
+    order = [near[i] for i in ties.ranked([float(logs[j]) for j in near])]
     seen: dict[FamilyParams, float] = {}
     flat = w.ravel()
-    for index in order[: 50 * n].tolist():
+    for index in order[: 50 * n]:
         cell = np.unravel_index(index, joint.shape)
         key = canonical(params_of(*(int(x) for x in cell)))
         if key not in seen and len(seen) >= n:
