@@ -25,14 +25,15 @@ EPS floor), the default's mixture predicts them better, and "none of these" wins
 posterior from before it is scored on how well it predicted the game, against "none of
 these" (the log of the posterior's mixture likelihood of the game minus the default's,
 at least -EDGE_CLIP a game), and discounted like the rest (`edge`). Memory plays while
-that edge is above 0 and P(none) is below `PLAY_BELOW`: the `TOP` likeliest distinct
-behaviours (policies that differ only in a dimension their moves never read are one
-behaviour) as the particle Harry's `Prior`, weighted by the posterior; else None, and
-the game is played by the default. An opponent who changes every game (no one policy
-explains him) keeps the edge below 0: memory then plays exactly the default. An
-operator's correction steers at once (`corrected`). Every choice over computed floats
-goes through `horcrux.belief.ties` or compares exact values (the tables are
-Python-float sums in the game's order, the same on every machine).
+that edge is above `EDGE_MARGIN` (10 nats) and P(none) is below `PLAY_BELOW`: the `TOP`
+likeliest distinct behaviours (policies that differ only in a dimension their moves
+never read are one behaviour) as the particle Harry's `Prior`, weighted by the
+posterior; else None, and the game is played by the default. An opponent who changes
+every game (no one policy explains him) keeps the edge below the margin: memory then
+plays exactly the default. An operator's correction steers at once (`corrected`).
+Every choice over computed floats goes through `horcrux.belief.ties` or compares exact
+values (the tables are Python-float sums in the game's order, the same on every
+machine).
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def log_prior() -> Grid:
     return out
 
 
+EDGE_MARGIN = 10.0
+"""Memory plays who it says the opponent is once its edge is above this many nats (the
+memory gate's margin, `echo.gate.MARGIN`): about one game of a clear out-prediction."""
 EDGE_CLIP = 10.0
 """One game lowers the edge by at most this many nats (robust, like `CLIP`)."""
 CLIP = 10.0
@@ -361,9 +365,14 @@ def contradictions(
 
 def plays(item: Opponent) -> bool:
     """Whether memory plays who it says the opponent is: after a game, while its
-    posterior has out-predicted the default (`edge` above 0) and "none of these" is below
+    posterior has out-predicted the default (`edge` above `EDGE_MARGIN`) and "none of
+    these" is below
     `PLAY_BELOW`."""
-    return item.games > 0 and ties.above(item.edge, 0.0) and ties.below(p_none(item), PLAY_BELOW)
+    return (
+        item.games > 0
+        and ties.above(item.edge, EDGE_MARGIN)
+        and ties.below(p_none(item), PLAY_BELOW)
+    )
 
 
 def classes(item: Opponent, n: int = 3) -> list[tuple[FamilyParams, float]]:
@@ -453,6 +462,8 @@ def describe(params: FamilyParams) -> str:
 __all__ = [
     "CORRECTION_NATS",
     "DISCOUNT",
+    "EDGE_CLIP",
+    "EDGE_MARGIN",
     "MIN_GAMES",
     "NONE_PRIOR",
     "PLAY_BELOW",
