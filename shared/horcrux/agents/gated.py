@@ -21,7 +21,6 @@ says so in its notes. The LLM consumes memory, never produces it.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from horcrux.memory.tokens import estimate_tokens
 from horcrux.memory.working import WorkingMemory
 from horcrux.models import Search
 from horcrux.rules import RuleSet
+from horcrux.settings import llm_settings
 from horcrux.views import HarryView
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def _has_llm(options: BrainOptions) -> bool:
         config = parse_llm_param(options.param)
     if isinstance(config, LLMConfig) and not config.backend.requires_key:
         return True
-    return bool(s.get("client") or s.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
+    return bool(s.get("client") or s.get("api_key") or llm_settings().api_key)
 
 
 def make_gated(

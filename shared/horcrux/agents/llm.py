@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 from collections import Counter
@@ -69,6 +68,7 @@ from horcrux.errors import HorcruxError, IllegalAction
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.models import HarryRecord, Observation
 from horcrux.rules import RuleSet
+from horcrux.settings import llm_settings
 from horcrux.views import HarryView, VoldemortView
 
 if TYPE_CHECKING:
@@ -112,9 +112,6 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-LOCAL_URL_ENV = "HORCRUX_LOCAL_MODEL_URL"
-LOCAL_MODEL_ENV = "HORCRUX_LOCAL_MODEL"
-LOCAL_PREFILL_ENV = "HORCRUX_LOCAL_MODEL_PREFILL"
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8089"
 DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
 LOCAL_PREFILL = "<tool_call>"
@@ -172,13 +169,12 @@ def local_backend(
     """A local Anthropic-compatible server: `HORCRUX_LOCAL_MODEL_URL` (default
     http://127.0.0.1:8089, `horcrux model serve`), `HORCRUX_LOCAL_MODEL_PREFILL` (default
     `<tool_call>`; an empty value sends none). Price 0."""
-    env = os.environ if env is None else env
+    found = llm_settings(env)
     if prefill is None:
-        raw = env.get(LOCAL_PREFILL_ENV)
-        prefill = LOCAL_PREFILL if raw is None else raw
+        prefill = LOCAL_PREFILL if found.local_prefill is None else found.local_prefill
     return Backend(
         name="local",
-        base_url=base_url or env.get(LOCAL_URL_ENV) or DEFAULT_LOCAL_URL,
+        base_url=base_url or found.local_url or DEFAULT_LOCAL_URL,
         requires_key=False,
         api_key=LOCAL_KEY,
         prefill=prefill or None,
@@ -189,7 +185,7 @@ def local_backend(
 
 
 def _default_model() -> str:
-    return os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+    return llm_settings().model or DEFAULT_MODEL
 
 
 class LLMConfig(BaseModel):
@@ -220,12 +216,12 @@ class LLMConfig(BaseModel):
         cls, name: str, model: str | None = None, *, env: Mapping[str, str] | None = None
     ) -> LLMConfig:
         """The config of a named backend profile (`anthropic` or `local`), model optional."""
-        env = os.environ if env is None else env
+        found = llm_settings(env)
         if name == "local":
-            chosen = model or env.get(LOCAL_MODEL_ENV) or DEFAULT_LOCAL_MODEL
+            chosen = model or found.local_model or DEFAULT_LOCAL_MODEL
             return cls(model=chosen, backend=local_backend(env=env), default_deadline_s=30.0)
         if name == "anthropic":
-            return cls(model=model or env.get(MODEL_ENV) or DEFAULT_MODEL)
+            return cls(model=model or found.model or DEFAULT_MODEL)
         raise LLMUnavailable(f"unknown LLM backend {name!r}; known: {', '.join(BACKENDS)}")
 
     def price(self) -> Price:
@@ -378,7 +374,7 @@ class LLMClient:
     ) -> None:
         backend = config.backend
         if backend.requires_key:
-            key = api_key or os.environ.get(API_KEY_ENV)
+            key = api_key or llm_settings().api_key
         else:  # never send a Claude key to another endpoint
             key = api_key or backend.api_key
         if client is None and not key:

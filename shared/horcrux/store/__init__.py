@@ -2,7 +2,7 @@
 adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily
 (`horcrux.store.stream`, the events stream's reader, takes its clients from it)."""
 
-from horcrux.store.dynamodb import CallRecorder, DynamoDbStore, DynamoSettings
+from horcrux.store.dynamodb import CallRecorder, DynamoDbStore
 from horcrux.store.memory import MemoryStore
 from horcrux.store.port import (
     BELIEF_HISTORY_MAX,
@@ -37,7 +37,6 @@ __all__ = [
     "CallRecorder",
     "Conflict",
     "DynamoDbStore",
-    "DynamoSettings",
     "EventPage",
     "GameSnapshot",
     "GameStore",

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import random
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from horcrux.decisions import DecisionNote
 from horcrux.models import GameStarted, Seat
+from horcrux.settings import StoreSettings, store_settings
 from horcrux.store import budget, capacity, common, mapping, results
 from horcrux.store.capacity import Item
 from horcrux.store.common import JOIN_ATTEMPTS, checked_sizes, snapshot_key
@@ -51,13 +51,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
     from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
 
-    from horcrux.settings import StoreSettings
-
 log = logging.getLogger(__name__)
 LOBBY_INDEX = "lobby"
-DEFAULT_CONNECT_TIMEOUT_S = 0.5
-DEFAULT_READ_TIMEOUT_S = 0.8
-DEFAULT_MAX_ATTEMPTS = 3
 RETRY_BACKOFF_S = 0.05
 """The first retry's wait (doubled per retry, jittered)."""
 UNAVAILABLE_CODES = frozenset(
@@ -70,46 +65,6 @@ RETRIED_CODES = frozenset(
 did; after the retries they are the callers' (the API: 429)."""
 RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
-
-
-@dataclass(frozen=True)
-class DynamoSettings:
-    """Table names and endpoint, from the environment unless given."""
-
-    events_table: str = field(
-        default_factory=lambda: os.environ.get("HORCRUX_EVENTS_TABLE", "horcrux-events")
-    )
-    games_table: str = field(
-        default_factory=lambda: os.environ.get("HORCRUX_GAMES_TABLE", "horcrux-games")
-    )
-    region: str | None = field(
-        default_factory=lambda: os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    )
-    endpoint_url: str | None = field(
-        default_factory=lambda: os.environ.get("HORCRUX_DYNAMODB_ENDPOINT") or None
-    )
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    """Attempts per call: the store's own retries (back-off with jitter on throttling, 5xx,
-    timeouts and connection errors; botocore's are off), each started only while the
-    request's budget (`horcrux.store.budget`) covers its read timeout. A database that is
-    down or frozen costs a call at most about `max_attempts * (connect or read timeout)`
-    plus the back-off, and a request at most its budget, then `StoreUnavailable`."""
-
-    @classmethod
-    def from_settings(cls, store: StoreSettings) -> DynamoSettings:
-        """The adapter's part of a function's settings (read once, at cold start), given
-        explicitly: the settings module knows nothing of the adapters above it."""
-        return cls(
-            events_table=store.events_table,
-            games_table=store.games_table,
-            region=store.region,
-            endpoint_url=store.endpoint_url,
-            connect_timeout_s=store.connect_timeout_s,
-            read_timeout_s=store.read_timeout_s,
-            max_attempts=store.max_attempts,
-        )
 
 
 @dataclass(frozen=True)
@@ -143,13 +98,16 @@ class DynamoDbStore:
 
     def __init__(
         self,
-        settings: DynamoSettings | None = None,
+        settings: StoreSettings | None = None,
         *,
         client: DynamoDBClient | None = None,
         clock: Callable[[], float] = time.time,
         recorder: CallRecorder | None = None,
     ) -> None:
-        self.settings = settings or DynamoSettings()
+        """`settings`: the function's store settings (read once, at cold start); None: the
+        process environment's, now (`horcrux.settings.store_settings`: the tools, the
+        tests)."""
+        self.settings = settings or store_settings()
         self._client = client
         self._clock = clock
         self.op_counts: Counter[str] = Counter()
@@ -162,7 +120,7 @@ class DynamoDbStore:
     @classmethod
     def from_settings(cls, store: StoreSettings) -> DynamoDbStore:
         """The store a function builds from its settings (`settings.store`)."""
-        return cls(DynamoSettings.from_settings(store))
+        return cls(store)
 
     # ------------------------------------------------------------ client
     @property
@@ -705,7 +663,7 @@ def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
     }
 
 
-def new_client(service: str, settings: DynamoSettings) -> Any:
+def new_client(service: str, settings: StoreSettings) -> Any:
     """A boto3 client of `service` (`dynamodb`, or `dynamodbstreams` for the stream reader,
     `horcrux.store.stream`) on the settings' endpoint, with our timeouts."""
     import boto3
@@ -718,7 +676,7 @@ def new_client(service: str, settings: DynamoSettings) -> Any:
     )
 
 
-def client_config(settings: DynamoSettings) -> Any:
+def client_config(settings: StoreSettings) -> Any:
     """The botocore `Config` of every DynamoDB client of ours (the idempotency layer's too):
     short timeouts and one attempt per call (the store retries itself, within the
     request's budget; the idempotency layer's put and release are one attempt each)."""

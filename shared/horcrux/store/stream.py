@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from horcrux.store.dynamodb import DynamoSettings, new_client, unavailable_error
+from horcrux.settings import StoreSettings, store_settings
+from horcrux.store.dynamodb import new_client, unavailable_error
 from horcrux.store.mapping import game_pk
 
 if TYPE_CHECKING:
@@ -47,12 +48,12 @@ class EventStream:
 
     def __init__(
         self,
-        settings: DynamoSettings | None = None,
+        settings: StoreSettings | None = None,
         *,
         client: DynamoDBClient | None = None,
         streams: Any = None,
     ) -> None:
-        self.settings = settings or DynamoSettings()
+        self.settings = settings or store_settings()
         self._client = client
         self._streams = streams
         self.stream_arn: str | None = None

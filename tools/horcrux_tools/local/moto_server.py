@@ -273,14 +273,16 @@ class DynamoWatch:
 
     def _describe(self) -> Any:
         if self._client is None:  # the store's client: short timeouts, one attempt
+            from horcrux.settings import store_settings
             from horcrux.store import DynamoDbStore
-            from horcrux.store.dynamodb import DynamoSettings
 
-            settings = DynamoSettings(
-                endpoint_url=self.endpoint,
-                connect_timeout_s=self.timeout_s,
-                read_timeout_s=self.timeout_s,
-                max_attempts=1,
+            settings = store_settings().model_copy(
+                update={
+                    "endpoint_url": self.endpoint,
+                    "connect_timeout_s": self.timeout_s,
+                    "read_timeout_s": self.timeout_s,
+                    "max_attempts": 1,
+                }
             )
             self._client = DynamoDbStore(settings).client
         return self._client.describe_table
