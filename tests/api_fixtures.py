@@ -201,7 +201,7 @@ class StreamPump:
     def __init__(self, store: DynamoDbStore, handlers: dict[str, ModuleType]) -> None:
         import boto3
 
-        from horcrux.api.turns import filter_pattern
+        from horcrux.api.stream_handler import filter_pattern
 
         self.handlers = handlers
         self.patterns = {seat: filter_pattern(seat) for seat in handlers}  # type: ignore[arg-type]

@@ -27,7 +27,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
-from horcrux.agents.llm import Deadline, LLMConfig, LLMHarry, parse_llm_param
+from horcrux.agents.llm import LLMHarry
+from horcrux.agents.llm_client import Deadline
+from horcrux.agents.llm_config import LLMConfig, parse_llm_param
 from horcrux.agents.planner import PlannerHarry, forced_attack
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target

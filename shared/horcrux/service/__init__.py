@@ -11,7 +11,7 @@ action) writes nothing. One module per job:
 * `horcrux.service.ai`: AI turns (`make_brain` returns the brain with its memory pin);
 * `horcrux.service.models` / `.errors`: requests, typed responses, refusals.
 
-Stream records are parsed in `horcrux.api.turns` (`turn_request`). `GameService` below is
+Stream records are parsed in `horcrux.api.stream_handler` (`turn_request`). `GameService` below is
 a thin facade holding what every call needs (the store, the clock, the brain settings),
 and nothing per call.
 """

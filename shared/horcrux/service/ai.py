@@ -35,7 +35,7 @@ from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
 from horcrux.service.models import DEADLINE_FLOOR_S, TurnOutcome, TurnRequest
-from horcrux.store import codec
+from horcrux.store.mapping import next_ai
 from horcrux.store.port import (
     BeliefPoint,
     Conflict,
@@ -329,7 +329,7 @@ def play_ai_turn(
         return outcome("skipped", f"the game is at seq {state.seq}, not {after_seq}")
     if state.over:
         return outcome("skipped", "the game is over")
-    if codec.next_ai(snapshot) != seat:
+    if next_ai(snapshot) != seat:
         return outcome("skipped", f"not the {seat} AI's turn (phase {state.phase})")
     if deadline_s is not None and deadline_s < DEADLINE_FLOOR_S:
         raise DeadlineTooShort(f"{deadline_s:.2f} s left; the turn is left for a retry")
@@ -371,7 +371,7 @@ def play_ai_turn(
 def pending_ai(store: GameStore, game_id: str) -> TurnRequest | None:
     """The AI turn the game waits for now (the `next_ai` its last event carries)."""
     snapshot = store.load(game_id)
-    seat = codec.next_ai(snapshot)
+    seat = next_ai(snapshot)
     if seat is None:
         return None
     return TurnRequest(game_id=game_id, seq=snapshot.state.seq, seat=seat)
