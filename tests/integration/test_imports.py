@@ -246,7 +246,7 @@ def test_every_runtime_module_is_in_a_layer_and_none_imports_from_above() -> Non
     # the walk sees the lazy, the typing-only and the by-name dependencies
     assert "horcrux.agents.opponents" in graph["horcrux.agents.base"]  # BUILTIN_MODULES
     assert "horcrux.settings" in graph["horcrux.secrets"]  # under TYPE_CHECKING
-    assert "horcrux.store.dynamodb" in graph["horcrux.api.idempotency"]
+    assert "horcrux.store.dynamodb_client" in graph["horcrux.api.idempotency"]
     assert upward_imports(graph) == []
 
 

@@ -18,7 +18,7 @@ from horcrux.api.idempotency import _unavailable_cause
 from horcrux.settings import StoreSettings, store_settings
 from horcrux.store import DynamoDbStore, StoreUnavailable
 from horcrux.store.budget import request_budget
-from horcrux.store.dynamodb import client_config, unavailable_error
+from horcrux.store.dynamodb_client import client_config, unavailable_error
 
 pytestmark = pytest.mark.moto
 

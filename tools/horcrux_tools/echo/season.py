@@ -8,7 +8,7 @@ Arms (`ARMS`):
   the game is consolidated from its events (`consolidate`: the style's factors and the
   gate's score from the likelihood of Voldemort's moves), as the compaction does;
 * `off`: the planner's defaults;
-* `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
+* `counter`: the named baseline (`horcrux_tools.echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
   posterior), `no-beliefs` (the rate beliefs' learned models), `no-decay` (decay off:
@@ -35,7 +35,6 @@ from horcrux.agents.contract import MemoryAdopter
 from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
 from horcrux.echo import style
-from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.core import consolidate
 from horcrux.echo.corrections import add_correction
@@ -55,6 +54,7 @@ from horcrux.rules import PRESETS, RuleSet
 from horcrux.store.port import BeliefPoint, SeatInfo
 from horcrux.store.results import GameSummary
 from horcrux.views import harry_view
+from horcrux_tools.echo.baseline import CounterBaseline
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")

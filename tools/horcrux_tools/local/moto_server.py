@@ -178,9 +178,10 @@ def create_tables() -> list[str]:
     """The games and events tables (`DynamoDbStore.create_tables`) and the idempotency
     table (partition key `id`, TTL `expiration`), each only if missing."""
     from horcrux.store import DynamoDbStore
+    from horcrux_tools.local.tables import create_tables as create_store_tables
 
     store = DynamoDbStore()
-    store.create_tables()
+    create_store_tables(store)
     client = store.client
     table = os.environ.get("HORCRUX_IDEMPOTENCY_TABLE", DEFAULT_IDEMPOTENCY_TABLE)
     if table not in client.list_tables().get("TableNames", []):
