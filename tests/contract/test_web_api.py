@@ -3,7 +3,7 @@
 * `GET /brains`: the brains an AI seat may take, per seat, from the registries;
 * players' display names on seats: checked (422 naming the rule, nothing written), stored,
   shown in the game and the lobby;
-* the static files (`horcrux.web.static`): content types, cache headers, the CSP, hashed
+* the static files (`horcrux_tools.web.static`): content types, cache headers, the CSP, hashed
   asset names rewritten into index.html, None for the API's paths.
 """
 
@@ -21,8 +21,8 @@ from horcrux.agents.base import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.api.app import build_app
 from horcrux.service import GameService
 from horcrux.store import MemoryStore
-from horcrux.web import static
-from horcrux.web.static import site_files, static_response, write_site
+from horcrux_tools.web import static
+from horcrux_tools.web.static import site_files, static_response, write_site
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_index_html_points_at_content_hashed_assets_and_is_never_cached() -> Non
     assert headers["Cache-Control"] == "no-cache"
     html = body.decode()
     for name in ("app.js", "style.css"):
-        source = (static.PACKAGE_DIR / name).read_bytes()
+        source = (static.SITE_DIR / name).read_bytes()
         stem, ext = name.rsplit(".", 1)
         served = f"{stem}.{hashlib.sha256(source).hexdigest()[:12]}.{ext}"
         assert f'"{served}"' in html and f'"{name}"' not in html
@@ -200,9 +200,12 @@ def test_the_page_has_no_inline_script_or_style_and_no_remote_url() -> None:
     for item in site_files().values():
         text = item.body.decode()
         assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text), item.path
-    js = (static.PACKAGE_DIR / "app.js").read_text()
-    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
-    assert "document.write" not in js
+    modules = sorted(static.SITE_DIR.glob("*.js"))
+    assert modules and static.SITE_DIR / "app.js" in modules
+    for module in modules:
+        js = module.read_text()
+        assert "innerHTML" not in js and "insertAdjacentHTML" not in js, module.name
+        assert "eval(" not in js and "document.write" not in js, module.name
 
 
 def test_write_site_writes_exactly_the_served_files(tmp_path: Any) -> None:

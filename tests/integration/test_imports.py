@@ -64,7 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("echo", ("horcrux.echo",)),
     ("adapters", ("horcrux.store", "horcrux.secrets")),
     ("services", ("horcrux.service", "horcrux.compaction", "horcrux.compaction_records")),
-    ("edges", ("horcrux.api", "horcrux.web")),
+    ("edges", ("horcrux.api",)),
 )
 """The runtime's layers, bottom-up: (name, module prefixes). A module belongs to the layer
 of its longest matching prefix (`horcrux.store.port` is data, `horcrux.store.dynamodb` an

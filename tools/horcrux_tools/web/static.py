@@ -1,10 +1,15 @@
 """The browser client's static files: versioned names, content types, cache and security headers.
 
-The page is four files in this package (`index.html`, `app.js`, `style.css` and the players'
-words, `words.json`, which the terminal client reads too), no build step.
+The page lives in the repository's top-level `web/` folder (`SITE_DIR`): `index.html`, the
+ES modules (`app.js`, the entry point, and the modules it imports by relative name,
+`./name.js`), `style.css` and the players' words, `words.json`, which the terminal client
+reads too (`horcrux_tools.web.words`). No build step; the runtime (the Lambda layer) holds
+none of it: the stack serves the page from S3.
 `site_files()` renders the site as it is served: each asset under a content-hashed name
-(`app.<sha256[:12]>.js`, cached for a year as immutable) and `index.html` rewritten to
-point at those names (`no-cache`: always revalidated, so a new deploy is seen at once).
+(`app.<sha256[:12]>.js`, cached for a year as immutable), every module's relative imports
+and `index.html` rewritten to point at those names (a module's hash covers the hashed names
+it imports, so a change anywhere renames every module that reaches it), and `index.html`
+itself `no-cache` (always revalidated, so a new deploy is seen at once).
 `horcrux serve` answers GET/HEAD for the page through `static_response`; the CDK stack
 uploads the same files (`write_site`) to S3 behind CloudFront (infra/web.py).
 """
@@ -14,15 +19,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import pathlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
-ASSETS: Mapping[str, str] = {
-    "app.js": "text/javascript; charset=utf-8",
-    "style.css": "text/css; charset=utf-8",
-    "words.json": "application/json; charset=utf-8",  # the players' words (app.js reads it)
+SITE_DIR = pathlib.Path(__file__).resolve().parents[3] / "web"
+"""The page's files: the repository's `web/` folder (the tools are installed editable from
+the same checkout, `make venv`)."""
+CONTENT_TYPES: Mapping[str, str] = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json; charset=utf-8",  # the players' words (the page reads it)
 }
 INDEX = "index.html"
 INDEX_TYPE = "text/html; charset=utf-8"
@@ -31,6 +39,19 @@ NO_CACHE = "no-cache"
 HASH_CHARS = 12
 CONFIG = "config.json"
 CONFIG_TYPE = "application/json"
+MODULE_IMPORT = re.compile(r"""(\bfrom\s*|\bimport\s*\(?\s*)(["'])\./([\w-]+\.js)\2""")
+"""A module's relative import (`from "./x.js"`, `import "./x.js"`, `import("./x.js")`)."""
+
+
+def assets(site: pathlib.Path = SITE_DIR) -> dict[str, str]:
+    """The page's assets (every file of `site` but index.html) and their content types."""
+    if not (site / INDEX).is_file():
+        raise RuntimeError(f"the page's files are missing: no {site / INDEX}")
+    return {
+        p.name: CONTENT_TYPES[p.suffix]
+        for p in sorted(site.iterdir())
+        if p.is_file() and p.suffix in CONTENT_TYPES
+    }
 
 
 def content_security_policy(api_origin: str = "") -> str:
@@ -67,15 +88,44 @@ def versioned_name(name: str, body: bytes) -> str:
 @functools.cache
 def site_files() -> dict[str, SiteFile]:
     """Every file of the site by its served path: the hashed assets and index.html."""
+    return render_site(SITE_DIR)
+
+
+def render_site(site: pathlib.Path) -> dict[str, SiteFile]:
+    """`site_files` of the page in `site`. RuntimeError for an asset that nothing references
+    (index.html or a module), a module importing a file that is not there, or an import
+    cycle."""
+    types = assets(site)
+    bodies = {name: (site / name).read_bytes() for name in types}
+    served: dict[str, str] = {}
     files: dict[str, SiteFile] = {}
-    index = (PACKAGE_DIR / INDEX).read_text(encoding="utf-8")
-    for name, content_type in ASSETS.items():
-        body = (PACKAGE_DIR / name).read_bytes()
-        served = versioned_name(name, body)
-        if f'"{name}"' not in index:  # pragma: no cover - a broken index.html
-            raise RuntimeError(f"index.html does not reference {name}")
-        index = index.replace(f'"{name}"', f'"{served}"')
-        files[served] = SiteFile(served, body, content_type, IMMUTABLE)
+
+    def serve(name: str, importers: tuple[str, ...]) -> str:
+        if name in served:
+            return served[name]
+        if name in importers:
+            raise RuntimeError(f"the page's modules import in a cycle: {' -> '.join(importers)}")
+        if name not in bodies:
+            raise RuntimeError(f"{importers[-1]} imports ./{name}, which is not in {site}")
+        body = bodies[name]
+        if name.endswith(".js"):
+
+            def hashed(m: re.Match[str]) -> str:
+                target = serve(m.group(3), (*importers, name))
+                return f"{m.group(1)}{m.group(2)}./{target}{m.group(2)}"
+
+            body = MODULE_IMPORT.sub(hashed, body.decode("utf-8")).encode("utf-8")
+        served[name] = versioned_name(name, body)
+        files[served[name]] = SiteFile(served[name], body, types[name], IMMUTABLE)
+        return served[name]
+
+    index = (site / INDEX).read_text(encoding="utf-8")
+    for name in types:
+        if f'"{name}"' in index:
+            index = index.replace(f'"{name}"', f'"{serve(name, (INDEX,))}"')
+    unused = sorted(set(types) - set(served))
+    if unused:
+        raise RuntimeError(f"nothing in the page references {', '.join(unused)}")
     files[INDEX] = SiteFile(INDEX, index.encode("utf-8"), INDEX_TYPE, NO_CACHE)
     return files
 
@@ -115,13 +165,16 @@ def write_site(out_dir: pathlib.Path) -> pathlib.Path:
 
 
 __all__ = [
-    "ASSETS",
+    "CONTENT_TYPES",
     "IMMUTABLE",
     "INDEX",
     "NO_CACHE",
     "SECURITY_HEADERS",
+    "SITE_DIR",
     "SiteFile",
+    "assets",
     "content_security_policy",
+    "render_site",
     "site_files",
     "static_response",
     "versioned_name",
