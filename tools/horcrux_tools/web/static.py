@@ -6,10 +6,10 @@ ES modules (`app.js`, the entry point, and the modules it imports by relative na
 reads too (`horcrux_tools.web.words`). No build step; the runtime (the Lambda layer) holds
 none of it: the stack serves the page from S3.
 `site_files()` renders the site as it is served: each asset under a content-hashed name
-(`app.<sha256[:12]>.js`, cached for a year as immutable), every module's relative imports
-and `index.html` rewritten to point at those names (a module's hash covers the hashed names
-it imports, so a change anywhere renames every module that reaches it), and `index.html`
-itself `no-cache` (always revalidated, so a new deploy is seen at once).
+(`style.<sha256[:12]>.css`, cached for a year as immutable; the ES modules, which import
+each other, in cycles too, share one hash over all of them: `app.<sha256[:12]>.js`), every
+module's relative imports and `index.html` rewritten to point at those names, and
+`index.html` itself `no-cache` (always revalidated, so a new deploy is seen at once).
 `horcrux serve` answers GET/HEAD for the page through `static_response`; the CDK stack
 uploads the same files (`write_site`) to S3 behind CloudFront (infra/web.py).
 """
@@ -93,39 +93,47 @@ def site_files() -> dict[str, SiteFile]:
 
 def render_site(site: pathlib.Path) -> dict[str, SiteFile]:
     """`site_files` of the page in `site`. RuntimeError for an asset that nothing references
-    (index.html or a module), a module importing a file that is not there, or an import
-    cycle."""
+    (index.html or a module) or a module importing a file that is not there."""
     types = assets(site)
     bodies = {name: (site / name).read_bytes() for name in types}
-    served: dict[str, str] = {}
-    files: dict[str, SiteFile] = {}
+    modules = sorted(name for name in types if name.endswith(".js"))
+    # the modules import each other (in cycles too): one hash over all of them names each
+    version = hashlib.sha256(b"".join(n.encode() + b"\0" + bodies[n] + b"\0" for n in modules))
+    served = {
+        name: versioned_name(name, bodies[name])
+        if name not in modules
+        else f"{name[:-3]}.{version.hexdigest()[:HASH_CHARS]}.js"
+        for name in types
+    }
+    reached: set[str] = set()
 
-    def serve(name: str, importers: tuple[str, ...]) -> str:
-        if name in served:
-            return served[name]
-        if name in importers:
-            raise RuntimeError(f"the page's modules import in a cycle: {' -> '.join(importers)}")
+    def reach(name: str, importer: str) -> str:
         if name not in bodies:
-            raise RuntimeError(f"{importers[-1]} imports ./{name}, which is not in {site}")
-        body = bodies[name]
-        if name.endswith(".js"):
-
-            def hashed(m: re.Match[str]) -> str:
-                target = serve(m.group(3), (*importers, name))
-                return f"{m.group(1)}{m.group(2)}./{target}{m.group(2)}"
-
-            body = MODULE_IMPORT.sub(hashed, body.decode("utf-8")).encode("utf-8")
-        served[name] = versioned_name(name, body)
-        files[served[name]] = SiteFile(served[name], body, types[name], IMMUTABLE)
+            raise RuntimeError(f"{importer} imports ./{name}, which is not in {site}")
+        if name not in reached:
+            reached.add(name)
+            if name in modules:
+                for m in MODULE_IMPORT.finditer(bodies[name].decode("utf-8")):
+                    reach(m.group(3), name)
         return served[name]
 
     index = (site / INDEX).read_text(encoding="utf-8")
     for name in types:
         if f'"{name}"' in index:
-            index = index.replace(f'"{name}"', f'"{serve(name, (INDEX,))}"')
-    unused = sorted(set(types) - set(served))
+            index = index.replace(f'"{name}"', f'"{reach(name, INDEX)}"')
+    unused = sorted(set(types) - reached)
     if unused:
         raise RuntimeError(f"nothing in the page references {', '.join(unused)}")
+
+    def hashed(m: re.Match[str]) -> str:
+        return f"{m.group(1)}{m.group(2)}./{served[m.group(3)]}{m.group(2)}"
+
+    files: dict[str, SiteFile] = {}
+    for name in types:
+        body = bodies[name]
+        if name in modules:
+            body = MODULE_IMPORT.sub(hashed, body.decode("utf-8")).encode("utf-8")
+        files[served[name]] = SiteFile(served[name], body, types[name], IMMUTABLE)
     files[INDEX] = SiteFile(INDEX, index.encode("utf-8"), INDEX_TYPE, NO_CACHE)
     return files
 
