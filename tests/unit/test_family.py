@@ -2,14 +2,13 @@
 against drawn members, one behavioural check per trigger, and `horcrux family --list`.
 
 No test here opens the holdout in this process: the one that checks the key runs it in a
-subprocess, so the process-wide flag cannot leak into other tests."""
+fresh interpreter (tests/integration/test_family_holdout.py), so the process-wide flag
+cannot leak into other tests."""
 
 from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from dataclasses import replace
 from typing import get_args, get_type_hints
 
@@ -153,22 +152,6 @@ def test_a_bad_spec_names_what_is_wrong(spec: str, words: str) -> None:
         VOLDEMORT_BRAINS.create(spec, CLASSIC)
     with pytest.raises(ValueError, match=">= 0"):
         draw(-1)
-
-
-def test_open_holdout_opens_it_in_a_fresh_interpreter() -> None:
-    code = (
-        "from horcrux.agents import VOLDEMORT_BRAINS\n"
-        "from horcrux.rules import CLASSIC\n"
-        "b = VOLDEMORT_BRAINS.create('family:3', CLASSIC)\n"  # found with no import of family
-        "assert b.name == 'family:3', b.name\n"
-        "from horcrux.agents.family import draw, holdout_open, open_holdout\n"
-        "assert not holdout_open()\n"
-        "open_holdout()\n"
-        "assert holdout_open() and draw(100000).seed == 100000\n"
-        "assert VOLDEMORT_BRAINS.create('family:100001', CLASSIC).name == 'family:100001'\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 # --- games ----------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_split_guard_only_the_report_module_opens_the_holdout() -> None:
     allowed = {
         "tools/horcrux_tools/evaluation/family.py": 1,
         "tools/horcrux_tools/family_cli.py": 1,
-        "tests/unit/test_family.py": 1,
+        "tests/integration/test_family_holdout.py": 1,
         "tests/unit/test_family_eval.py": 4,  # this guard's own text
     }
     found = {
