@@ -25,7 +25,7 @@ from typing import Any
 
 from horcrux.models import AnyAction, Seat
 from horcrux.service import ai, games, moves, projection
-from horcrux.service.ai import ECHO_KEY, MadeBrain, MemoryRead, make_brain, rebuilt_from_view
+from horcrux.service.ai import ECHO_KEY, MadeBrain, MemoryRead, make_brain
 from horcrux.service.errors import (
     BadRequest,
     DeadlineTooShort,
@@ -313,5 +313,4 @@ __all__ = [
     "legal_moves",
     "make_brain",
     "project_event",
-    "rebuilt_from_view",
 ]
