@@ -83,12 +83,15 @@ class Played:
     from the likelihood of Voldemort's moves, computed by `consolidate`)."""
 
 
-def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[PlannerHarry, Any]:
-    """One game's brains: the planner with the memory's plan (if any), and Voldemort. A
-    Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`) gets the plan for his
-    copy too: the memory comes from past games he saw whole, by code he has read."""
+def brains(
+    rules: RuleSet, voldemort: str, plan: MemoryPlan | None, *, holdout: bool = False
+) -> tuple[PlannerHarry, Any]:
+    """One game's brains: the planner with the memory's plan (if any), and Voldemort (a
+    held-out `family:SEED` only with `holdout`, the report's key). A Voldemort who runs a
+    copy of Harry's brain (`mirror`, `ambush`) gets the plan for his copy too: the memory
+    comes from past games he saw whole, by code he has read."""
     harry = PlannerHarry(rules)
-    vold = VOLDEMORT_BRAINS.create(voldemort, rules)
+    vold = VOLDEMORT_BRAINS.create(voldemort, rules, settings={"holdout": True} if holdout else {})
     if plan is not None:
         harry.adopt_memory(plan.models, plan.params)
         if isinstance(vold, MemoryAdopter):
@@ -97,11 +100,17 @@ def brains(rules: RuleSet, voldemort: str, plan: MemoryPlan | None) -> tuple[Pla
 
 
 def play(
-    rules: RuleSet, seed: int, voldemort: str, plan: MemoryPlan | None, game_id: str
+    rules: RuleSet,
+    seed: int,
+    voldemort: str,
+    plan: MemoryPlan | None,
+    game_id: str,
+    *,
+    holdout: bool = False,
 ) -> Played:
     """One game of the planner (with the memory's plan, if any): the one game loop
     (`horcrux.play.play`) with a hook recording Harry's belief at each decision."""
-    harry, vold = brains(rules, voldemort, plan)
+    harry, vold = brains(rules, voldemort, plan, holdout=holdout)
     game = loop.new_game(rules, seed)
     history: list[BeliefPoint] = []
 
@@ -288,7 +297,11 @@ def run_season(
     config: EchoConfig | None = None,
     progress: Callable[[int], None] | None = None,
     correction: tuple[Subject, float] | None = None,
+    holdout: bool = False,
 ) -> Season:
+    """`games` games of the planner against `voldemort` (then `switch_to` from `switch_at`),
+    each arm of `arms` with its own memory; `holdout`: the family's held-out key, given by
+    the report for a held-out draw (`evaluation.family.holdout_key`)."""
     cfg = config or default_config()
     rule_set = PRESETS[rules]
     if switch_to is not None and switch_at is None:
@@ -304,7 +317,7 @@ def run_season(
             plan = arm.plan()
             if name == "on":
                 season.planned.append(plan is not None)
-            played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}")
+            played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}", holdout=holdout)
             season.wins[name].append(int(played.summary.winner == "harry"))
             arm.learn(played)
         main = state.get("on")
