@@ -4,7 +4,7 @@ The local stream (`stream.StreamTail`) queues a game for every committed event t
 for an AI turn (`next_ai`) or ends the game (`winner`), as the stack's event source
 mappings hand those records to the turn and compaction Lambdas. A worker takes it, builds
 the stream record the event's INSERT would carry (`pk`, `seq`, `next_ai`: what
-`codec.next_ai` marks) and runs it through `process_partial_response` with the record
+`mapping.next_ai` marks) and runs it through `process_partial_response` with the record
 handler the turn Lambdas run (`horcrux.api.stream_handler.turn_record_handler` ->
 `GameService.play_ai_turn`).
 
