@@ -56,9 +56,10 @@ from horcrux import rng  # noqa: E402
 from horcrux.agents import VOLDEMORT_BRAINS  # noqa: E402
 from horcrux.rules import PRESETS  # noqa: E402
 from horcrux.service import TurnRequest  # noqa: E402
-from horcrux.store import CallRecorder, DynamoDbStore  # noqa: E402
+from horcrux.store import DynamoDbStore  # noqa: E402
 from horcrux.views import VoldemortView  # noqa: E402
 from horcrux_tools import sim  # noqa: E402
+from horcrux_tools.local.calls import CallRecorder  # noqa: E402
 from horcrux_tools.local.moto_server import create_tables  # noqa: E402
 from horcrux_tools.local.server import FakeLambdaContext, api_gateway_event, stream_record  # noqa: E402
 

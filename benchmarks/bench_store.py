@@ -35,11 +35,13 @@ from horcrux import engine, rng  # noqa: E402
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS  # noqa: E402
 from horcrux.models import Seat  # noqa: E402
 from horcrux.rules import CLASSIC  # noqa: E402
-from horcrux.store import CallRecorder, DynamoDbStore, MemoryStore, SeatInfo  # noqa: E402
+from horcrux.store import DynamoDbStore, MemoryStore, SeatInfo  # noqa: E402
 from horcrux.store.capacity import item_size  # noqa: E402
 from horcrux.store.port import BeliefPoint, GameStore  # noqa: E402
 from horcrux.views import harry_view, voldemort_view  # noqa: E402
 from horcrux_tools import sim  # noqa: E402
+from horcrux_tools.local.calls import CallRecorder  # noqa: E402
+from horcrux_tools.local.tables import create_tables  # noqa: E402
 from horcrux_tools.selfplay import start_game  # noqa: E402
 
 SEATS: dict[Seat, SeatInfo] = {
@@ -123,7 +125,7 @@ def main() -> None:
     with mock_aws():
         recorder = CallRecorder()
         dynamo = DynamoDbStore(recorder=recorder)
-        dynamo.create_tables()
+        create_tables(dynamo)
         play(dynamo, "warm-up", seeds[0], recorder)
         all_moves = [m for i, s in enumerate(seeds) for m in play(dynamo, f"g{i}", s, recorder)]
         final_item = dynamo.raw_items(f"g{len(seeds) - 1}")[0]

@@ -167,6 +167,23 @@ def _is_import_module_call(node: ast.AST) -> str | None:
     return None
 
 
+def _lazy_attribute_targets(node: ast.AST) -> list[str]:
+    """The modules a `lazy_attributes(package, {...})` call (horcrux.lazy) names in its
+    literal mapping (`module:attribute` or `module`), else none."""
+    if not isinstance(node, ast.Call) or len(node.args) < 2:
+        return []
+    func = node.func
+    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    mapping = node.args[1]
+    if called != "lazy_attributes" or not isinstance(mapping, ast.Dict):
+        return []
+    return [
+        value.value.partition(":")[0]
+        for value in mapping.values
+        if isinstance(value, ast.Constant) and isinstance(value.value, str)
+    ]
+
+
 def imported_from(node: ast.ImportFrom, package: str) -> str:
     """The absolute module a `from ... import` in `package` reads (`from .x import y` in
     `a.b` is `a.b.x`; `from .. import y` in `a.b` is `a`)."""
@@ -195,6 +212,7 @@ def _imported_names(path: Path, module: str, is_package: bool) -> tuple[set[str]
             literal = _is_import_module_call(node)
             if literal is not None:
                 needed.add(literal)
+            needed.update(_lazy_attribute_targets(node))
     return needed, maybe
 
 

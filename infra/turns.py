@@ -6,7 +6,7 @@ error, bounded retries and an SQS on-failure destination of its own (docs/API.md
 docs/COMPACTION.md):
 
 - `harry_turn` / `voldemort_turn`: INSERTs whose NewImage has `next_ai` = the seat
-  (`horcrux.api.turns.filter_pattern`, the same function the handlers are tested with); an
+  (`horcrux.api.stream_handler.filter_pattern`, the same function the handlers are tested with); an
   opt-in reserved concurrency (`-c horcrux:turnReservedConcurrency=N`, none by default so a
   new account can deploy) caps what an AI seat (and its LLM bill) can take;
 - `compaction`: INSERTs whose NewImage has `winner` (the event that ends a game).
@@ -25,7 +25,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from horcrux.api.turns import filter_pattern
+from horcrux.api.stream_handler import filter_pattern
 from infra import nag, names
 from infra.functions import HorcruxFunction, pascal
 from infra.names import FunctionSpec, Settings

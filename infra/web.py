@@ -1,6 +1,6 @@
 """The browser client's hosting: a private S3 bucket behind CloudFront (origin access control).
 
-The site is `horcrux.web`'s files as `horcrux serve` serves them (`write_site`: content-hashed
+The site is `horcrux_tools.web`'s files as `horcrux serve` serves them (`write_site`: content-hashed
 assets, index.html pointing at them), uploaded by two `BucketDeployment`s: the hashed assets
 cached for a year as immutable, index.html and `config.json` (the API's URL, read by the
 page at start) revalidated on every load (`no-cache`). Old hashed assets are kept (no
@@ -21,7 +21,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from horcrux.web.static import (
+from horcrux_tools.web.static import (
     CONFIG,
     IMMUTABLE,
     INDEX,

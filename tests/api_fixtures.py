@@ -26,6 +26,7 @@ if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
 from conftest import TEST_AWS_ENV, set_aws_env  # noqa: E402
 
 from horcrux.store import DynamoDbStore  # noqa: E402
+from horcrux_tools.local.tables import create_tables  # noqa: E402
 from horcrux_tools.local.wsgi import own_metric_set  # noqa: E402
 
 EVENTS_DIR = ROOT / "events"
@@ -53,7 +54,7 @@ def moto_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
     set_aws_env(monkeypatch)
     with mock_aws():
         store = DynamoDbStore()
-        store.create_tables()
+        create_tables(store)
         create_idempotency_table(store.client)
         yield store
 
@@ -201,7 +202,7 @@ class StreamPump:
     def __init__(self, store: DynamoDbStore, handlers: dict[str, ModuleType]) -> None:
         import boto3
 
-        from horcrux.api.turns import filter_pattern
+        from horcrux.api.stream_handler import filter_pattern
 
         self.handlers = handlers
         self.patterns = {seat: filter_pattern(seat) for seat in handlers}  # type: ignore[arg-type]

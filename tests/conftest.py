@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tier_rules import forbidden_imports
 
 from horcrux import engine, rng
 from horcrux.models import GameState
@@ -115,6 +116,23 @@ def tier_of(path: Path) -> str:
     if len(parts) < 2 or parts[0] not in TIERS:
         raise pytest.UsageError(f"{path}: a test file belongs in a tier folder {TIERS}")
     return parts[0]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """The unit tier's rules at collection: a test file in tests/unit that imports
+    `subprocess`, `socket` or `moto` is a collection error naming the import (tier_rules.py);
+    such a test belongs in tests/integration."""
+    if not (file_path.name.startswith("test_") and file_path.suffix == ".py"):
+        return None
+    if tier_of(file_path) != "unit":
+        return None
+    found = forbidden_imports(file_path.read_text(encoding="utf-8"))
+    if found:
+        raise pytest.UsageError(
+            f"{file_path.name} breaks the unit tier's rules (tests/README.md): "
+            f"{'; '.join(found)}; move the test to tests/integration"
+        )
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,7 +3,7 @@
 Both turn functions (`harry_turn`, `voldemort_turn`) run this code; `HORCRUX_SEAT` (`harry`
 or `voldemort`, set by the stack) says which seat this one plays, and so its Powertools
 service and its memory metrics. Subscribed with the filter
-`horcrux.api.turns.filter_pattern(seat)`: only event items carrying `next_ai = seat`. Each
+`horcrux.api.stream_handler.filter_pattern(seat)`: only event items carrying `next_ai = seat`. Each
 record plays at most one turn (`GameService.play_ai_turn`); failures are reported per
 record (partial batch response) and retried by the stream.
 """
@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from horcrux.api.turns import report_turn, turn_record_handler
+from horcrux.api.stream_handler import report_turn, turn_record_handler
 from horcrux.secrets import AnthropicKey
 from horcrux.service import GameService, TurnOutcome
 from horcrux.settings import SeatName, turn_seat, turn_settings

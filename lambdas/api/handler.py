@@ -37,7 +37,7 @@ def _idempotency_layer() -> DynamoDBPersistenceLayer:
     # Powertools' idempotency imports boto3 (~90 ms): at the first keyed move, not cold start
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    from horcrux.store.dynamodb import client_config
+    from horcrux.store.dynamodb_client import client_config
 
     local = store.client if store.settings.endpoint_url else None  # DynamoDB Local / moto
     return DynamoDBPersistenceLayer(

@@ -35,6 +35,7 @@ from horcrux.store.port import (
     BeliefPoint,
     GameSnapshot,
     ResultStore,
+    ScopeStore,
     SeatInfo,
     merge_history,
     read_log,
@@ -342,14 +343,14 @@ def compact(
     summary = summarise_game(events, game_id=game_id, seats=snapshot.seats, belief_history=history)
     written = store.put_result(summary, belief_history=history, keep=keep)
     memory = None
-    if callable(getattr(store, "put_scope_item", None)):
+    if isinstance(store, ScopeStore):
         # ECHO: consolidate into the scope's memory right after its recent results, so
         # the next game's start reads what this end wrote (docs/ECHO.md). Also on a retry
         # (`written` False): the memory is idempotent per game and may be what failed.
         from horcrux.echo.persist import remember
 
         memory = remember(  # the hours clock, if configured: the game's creation time
-            store,  # type: ignore[arg-type]
+            store,
             summary,
             events=events,
             hours=snapshot.created_at / 3600.0,

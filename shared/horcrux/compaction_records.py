@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 
 from horcrux.compaction import compact
-from horcrux.store import codec
+from horcrux.store.mapping import game_id_of
 from horcrux.store.port import ResultStore
 
 SERVICE = "compaction"
@@ -63,7 +63,7 @@ def final_event(record: DynamoDBRecord) -> tuple[str, int] | None:
     if "winner" not in image:
         return None
     try:
-        return codec.game_id_of(str(image["pk"])), int(image["seq"])
+        return game_id_of(str(image["pk"])), int(image["seq"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed event image: {exc!r}") from exc
 

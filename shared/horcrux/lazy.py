@@ -10,13 +10,21 @@ typed for mypy by the real import under `TYPE_CHECKING`:
     else:
         ops = lazy_import("horcrux.echo.ops")
 
-The import graph checks read `lazy_import("...")` calls as imports (tests/test_imports.py,
-infra/clean_import.py): a lazy import still counts for cycles and for what the layer holds.
+A package whose names live in submodules loaded on first use (PEP 562) binds its module
+`__getattr__` with `lazy_attributes`, the same mechanism for a package's attributes:
+
+    __getattr__ = lazy_attributes(__name__, {"build_app": "horcrux.api.app:build_app"})
+
+This module is the runtime's one lazy loader: nothing else calls `import_module` for that.
+The import graph checks read `lazy_import("...")` calls and `lazy_attributes`' literal
+targets as imports (tests/integration/test_imports.py, infra/clean_import.py): a lazy import
+still counts for cycles and for what the layer holds.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from types import ModuleType
 from typing import Any
@@ -52,4 +60,22 @@ def lazy_import(name: str) -> ModuleType:
     return loaded if loaded is not None else LazyModule(name)
 
 
-__all__ = ["LazyModule", "lazy_import"]
+def lazy_attributes(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module `__getattr__` (PEP 562) for `package`: a name of `where` is imported at its
+    first use. A target `module:attribute` answers that attribute of the module; a target
+    without `:` answers the module itself (a package's submodule). Any other name raises
+    AttributeError, as a module without the name would."""
+    targets = dict(where)
+
+    def module_getattr(name: str) -> Any:
+        target = targets.get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, _, attribute = target.partition(":")
+        loaded = import_module(module)
+        return getattr(loaded, attribute) if attribute else loaded
+
+    return module_getattr
+
+
+__all__ = ["LazyModule", "lazy_attributes", "lazy_import"]

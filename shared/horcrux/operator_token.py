@@ -9,13 +9,14 @@ the next deploy that omits it). The value is either the digest alone (64 hex dig
 reaches every agent) or JSON `{"sha256": "<64 hex>", "agents": "planner,gated"}` (a
 comma-separated string or a list; `*` = every agent).
 
-`load_operator_access()` returns the parsed value, read through Powertools parameters and
-cached in the process for `HORCRUX_SECRET_MAX_AGE` seconds (default 300: a new digest
-reaches warm functions within five minutes). It fails closed: a secret that cannot be read
-or does not parse gives None (refuse), never an old or a default token. Without
-`HORCRUX_OPERATOR_SECRET_ARN` (local play, tests) the digest comes from
-`HORCRUX_OPERATOR_TOKEN_SHA256` and the reach from `HORCRUX_OPERATOR_AGENTS`, as before.
-Nothing is imported from Powertools or boto3 until a secret is configured.
+`load_operator_access(secret_id, max_age=...)` returns the parsed value, read through
+Powertools parameters and cached in the process for `max_age` seconds (the settings'
+`HORCRUX_SECRET_MAX_AGE`, default 300: a new digest reaches warm functions within five
+minutes). It fails closed: a secret that cannot be read or does not parse gives None
+(refuse), never an old or a default token. The variables are read and checked once, by
+`horcrux.settings.OperatorSettings`, whose `access()` calls this module (or, without a
+secret, builds the access from the digest it was given). Nothing is imported from
+Powertools or boto3 until a secret is configured.
 """
 
 from __future__ import annotations
@@ -24,16 +25,11 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SECRET_ENV = "HORCRUX_OPERATOR_SECRET_ARN"
-TOKEN_SHA256_ENV = "HORCRUX_OPERATOR_TOKEN_SHA256"
-AGENTS_ENV = "HORCRUX_OPERATOR_AGENTS"
-MAX_AGE_ENV = "HORCRUX_SECRET_MAX_AGE"
 DEFAULT_MAX_AGE_S = 300
 PLACEHOLDER = "unset"
 """What the stack stores until the operator sets a digest: no operator."""
@@ -120,40 +116,19 @@ def access_from_secret(value: Any) -> OperatorAccess | None:
     )
 
 
-def max_age_from_env(environ: Mapping[str, str]) -> int:
-    raw = environ.get(MAX_AGE_ENV, "").strip()
-    age = int(raw) if raw else DEFAULT_MAX_AGE_S
-    if age < 0:
-        raise ValueError(f"{MAX_AGE_ENV} must be >= 0, got {age}")
-    return age
-
-
 def load_operator_access(
-    environ: Mapping[str, str] | None = None,
-    *,
-    secret_id: str | None = None,
-    max_age: int | None = None,
+    secret_id: str, *, max_age: int = DEFAULT_MAX_AGE_S
 ) -> OperatorAccess | None:
-    """The operator's access now, or None: every `/memory` call is then refused (403).
-
-    `secret_id` (an ARN or name, e.g. from a settings object read once at cold start)
-    replaces `HORCRUX_OPERATOR_SECRET_ARN`; `environ` replaces `os.environ`."""
-    env = os.environ if environ is None else environ
-    secret = (secret_id if secret_id is not None else env.get(SECRET_ENV, "")).strip()
+    """The operator's access now, read from the secret `secret_id` (an ARN or a name, from
+    the settings read once at cold start), or None: every `/memory` call is then refused
+    (403)."""
+    secret = secret_id.strip()
     if not secret:
-        digest = env.get(TOKEN_SHA256_ENV, "").strip()
-        if not digest:
-            return None
-        try:
-            return OperatorAccess(_digest(digest), _agents(env.get(AGENTS_ENV)))
-        except InvalidOperatorSecret:
-            log.warning("%s is not a SHA-256 in hex: no operator", TOKEN_SHA256_ENV)
-            return None
-    age = max_age_from_env(env) if max_age is None else max_age
+        return None
     try:
         from aws_lambda_powertools.utilities.parameters import get_secret
 
-        return access_from_secret(get_secret(secret, max_age=age))
+        return access_from_secret(get_secret(secret, max_age=max_age))
     except InvalidOperatorSecret as exc:
         log.warning("the operator secret %s holds no valid digest: %s", secret, exc)
         return None

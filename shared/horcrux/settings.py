@@ -7,6 +7,11 @@ Anthropic key as `api_key`, the model, the entropy gate), the operator check of 
 routes, the secret loader. Nothing below the handler reads `os.environ` on a request; changing the
 environment of a warm function changes nothing until a new settings object is built.
 
+This module is the only one of the runtime that reads the environment (a test walks the
+runtime's syntax trees for `os.environ` / `os.getenv`). Code run with no handler above it (the
+tools, a test, a REPL) builds the same objects from the process environment through the same
+builders (`store_settings()`, `llm_settings()`) called with no mapping.
+
 A bad value fails at cold start with a `SettingsError` naming the variable (the function's
 init fails, loudly, instead of a request failing later).
 
@@ -16,10 +21,12 @@ init fails, loudly, instead of a request failing later).
 | `AWS_REGION` / `AWS_DEFAULT_REGION`, `HORCRUX_DYNAMODB_ENDPOINT` | DynamoDB | every one |
 | `HORCRUX_TTL_DAYS` | a game's lifetime (days, > 0; default 30) | API |
 | `HORCRUX_IDEMPOTENCY_TABLE` | Powertools idempotency table | API |
-| `HORCRUX_OPERATOR_TOKEN_SHA256`, `HORCRUX_OPERATOR_AGENTS` | memory routes' operator | API |
+| `HORCRUX_OPERATOR_{SECRET_ARN,TOKEN_SHA256,READONLY_TOKEN_SHA256,AGENTS}` | the operator | API |
 | `HORCRUX_ANTHROPIC_SECRET_ARN`, `HORCRUX_SECRET_MAX_AGE` | the key's secret | API, turns |
 | `ANTHROPIC_API_KEY` | a key given directly (local runs; no secret) | API, turns |
 | `HORCRUX_LLM_MODEL` | the LLM brains' model (`settings["model"]`) | API, turns |
+| `HORCRUX_LOCAL_MODEL`, `..._URL`, `..._PREFILL` | the `llm:local` server | local runs |
+| `HORCRUX_ECHO_CONFIG` | an ECHO config file instead of the shipped one | ECHO |
 | `HORCRUX_GATE_{LOW,HIGH,EPSILON,MEASURE,FORCE}` | the gated Harry's entropy gate | Harry turn |
 | `HORCRUX_RESULTS_KEEP` | summaries a recent-results item keeps (>= 1; default 20) | compaction |
 | `POWERTOOLS_METRICS_NAMESPACE` | the metrics namespace (default `HorcruxHunt`) | compaction |
@@ -111,7 +118,8 @@ class _Settings(BaseModel):
 
 # ---------------------------------------------------------------- parts
 class StoreSettings(_Settings):
-    """The DynamoDB tables and client, and the games' time to live."""
+    """The DynamoDB tables and client, and the games' time to live: what
+    `DynamoDbStore(settings)` and the stream reader are built with."""
 
     games_table: str = "horcrux-games"
     events_table: str = "horcrux-events"
@@ -121,6 +129,11 @@ class StoreSettings(_Settings):
     connect_timeout_s: float = Field(default=0.5, gt=0)
     read_timeout_s: float = Field(default=0.8, gt=0)
     max_attempts: int = Field(default=3, ge=1)
+    """Attempts per call: the store's own retries (back-off with jitter on throttling, 5xx,
+    timeouts and connection errors; the client's own are off), each started only while the
+    request's budget (`horcrux.store.budget`) covers its read timeout. A database that is
+    down or frozen costs a call at most about `max_attempts * (connect or read timeout)`
+    plus the back-off, and a request at most its budget, then `StoreUnavailable`."""
     request_budget_s: float = Field(default=1.6, gt=0)
 
     @classmethod
@@ -175,7 +188,7 @@ class OperatorSettings(_Settings):
     """HORCRUX_OPERATOR_READONLY_TOKEN_SHA256: the read-only operator (GET routes only)."""
     agents: tuple[str, ...] = ("*",)
     secret_arn: str = ""
-    max_age_s: int = Field(default=300, ge=0)
+    max_age_s: int = Field(default=DEFAULT_SECRET_MAX_AGE_S, ge=0)
 
     @classmethod
     def from_env(cls, env: Env) -> OperatorSettings:
@@ -191,15 +204,7 @@ class OperatorSettings(_Settings):
             a.strip() for a in (_text(env, "HORCRUX_OPERATOR_AGENTS", "*") or "").split(",")
         )
         secret = _text(env, "HORCRUX_OPERATOR_SECRET_ARN") or ""
-        raw_age = _text(env, "HORCRUX_SECRET_MAX_AGE") or "300"
-        try:
-            age = int(raw_age)
-        except ValueError:
-            raise SettingsError(
-                f"HORCRUX_SECRET_MAX_AGE must be an integer, got {raw_age!r}"
-            ) from None
-        if age < 0:
-            raise SettingsError(f"HORCRUX_SECRET_MAX_AGE must be >= 0, got {age}")
+        age = _integer(env, "HORCRUX_SECRET_MAX_AGE", DEFAULT_SECRET_MAX_AGE_S, minimum=0)
         return cls(
             token_sha256=digest,
             readonly_sha256=readonly,
@@ -213,7 +218,7 @@ class OperatorSettings(_Settings):
         from horcrux.operator_token import OperatorAccess, load_operator_access
 
         if self.secret_arn:
-            return load_operator_access({}, secret_id=self.secret_arn, max_age=self.max_age_s)
+            return load_operator_access(self.secret_arn, max_age=self.max_age_s)
         if not (self.token_sha256 or self.readonly_sha256):
             return None
         return OperatorAccess(self.token_sha256, self.agents, self.readonly_sha256)
@@ -237,6 +242,29 @@ class BrainSettings(_Settings):
         if self.gate is not None:
             out["gate"] = dict(self.gate)
         return out
+
+
+class LLMSettings(_Settings):
+    """The LLM brains' defaults when a brain is given none: the Claude model and key, and
+    the `llm:local` backend's server (`horcrux.agents.llm_config`)."""
+
+    model: str | None = Field(default=None, description="HORCRUX_LLM_MODEL")
+    api_key: str | None = Field(default=None, repr=False, description="ANTHROPIC_API_KEY")
+    local_url: str | None = Field(default=None, description="HORCRUX_LOCAL_MODEL_URL")
+    local_model: str | None = Field(default=None, description="HORCRUX_LOCAL_MODEL")
+    local_prefill: str | None = Field(
+        default=None, description="HORCRUX_LOCAL_MODEL_PREFILL (None: unset; empty: no prefill)"
+    )
+
+    @classmethod
+    def from_env(cls, env: Env) -> LLMSettings:
+        return cls(
+            model=_text(env, "HORCRUX_LLM_MODEL"),
+            api_key=_text(env, "ANTHROPIC_API_KEY"),
+            local_url=_text(env, "HORCRUX_LOCAL_MODEL_URL"),
+            local_model=_text(env, "HORCRUX_LOCAL_MODEL"),
+            local_prefill=env.get("HORCRUX_LOCAL_MODEL_PREFILL"),
+        )
 
 
 # ---------------------------------------------------------------- the entropy gate
@@ -375,6 +403,17 @@ def turn_seat(env: Env | None = None) -> SeatName:
     raise SettingsError(f"{ENV_SEAT} must be harry or voldemort, got {raw!r}")
 
 
+def store_settings(env: Env | None = None) -> StoreSettings:
+    """The store's settings alone (a store built with none: the tools, the tests)."""
+    return StoreSettings.from_env(_env(env))
+
+
+def llm_settings(env: Env | None = None) -> LLMSettings:
+    """The LLM brains' defaults from `env` (default: the process environment, now): what a
+    brain built without a model or a key falls back to."""
+    return LLMSettings.from_env(_env(env))
+
+
 def compaction_settings(env: Env | None = None) -> CompactionSettings:
     source = _env(env)
     return CompactionSettings(
@@ -400,6 +439,7 @@ __all__ = [
     "BrainSettings",
     "CompactionSettings",
     "GateConfig",
+    "LLMSettings",
     "Measure",
     "OperatorSettings",
     "SecretSettings",
@@ -409,6 +449,8 @@ __all__ = [
     "api_settings",
     "compaction_settings",
     "echo_config_file",
+    "llm_settings",
+    "store_settings",
     "turn_seat",
     "turn_settings",
 ]

@@ -33,7 +33,7 @@ from horcrux.agents import HARRY_BRAINS
 from horcrux.errors import HorcruxError
 from horcrux.rules import PRESETS
 from horcrux.service import GameService, SeatRequest
-from horcrux.store import DynamoDbStore, MemoryStore, codec
+from horcrux.store import DynamoDbStore, MemoryStore, mapping
 from horcrux.views import HarryView
 from horcrux_tools import sim
 
@@ -409,7 +409,7 @@ def test_bad_input_is_refused_naming_the_problem_and_writes_nothing(
         state = snap.state.model_copy(update={"attacks_left": 0})
         dynamo.client.put_item(  # a hand-made state: Harry with no attacks left
             TableName=dynamo.settings.games_table,
-            Item=codec.encode_snapshot(snap.model_copy(update={"state": state})),
+            Item=mapping.encode_snapshot(snap.model_copy(update={"state": state})),
         )
     path, token, move = f"/games/{gid}/moves", harry, {"type": "search", "location": "hogwarts"}
     raw: str | None = None

@@ -25,6 +25,7 @@ from horcrux.service.models import player_id
 from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.port import SeatInfo, hash_token
 from horcrux_tools import sim
+from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
@@ -39,7 +40,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         return
     with mock_aws():
         dynamo = DynamoDbStore()
-        dynamo.create_tables()
+        create_tables(dynamo)
         yield dynamo
 
 

@@ -24,6 +24,7 @@ from horcrux.service import GameService
 from horcrux.service.models import player_id
 from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.results import memory_key
+from horcrux_tools.local.tables import create_tables
 
 KEY = "forget-me-player-key-0123456789"
 OTHER = "another-players-key-9876543210"
@@ -40,7 +41,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         return
     with mock_aws():
         dynamo = DynamoDbStore()
-        dynamo.create_tables()
+        create_tables(dynamo)
         yield dynamo
 
 

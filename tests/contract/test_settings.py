@@ -4,13 +4,11 @@ cold start naming the variable."""
 
 from __future__ import annotations
 
-import pathlib
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import ROOT, ApiClient, load_handler, moto_tables
+from api_fixtures import ApiClient, load_handler, moto_tables
 
 from horcrux.settings import (
     ApiSettings,
@@ -19,7 +17,7 @@ from horcrux.settings import (
     compaction_settings,
     turn_settings,
 )
-from horcrux.store import DynamoDbStore, DynamoSettings
+from horcrux.store import DynamoDbStore
 from horcrux.store.port import hash_token
 
 OPERATOR = "an-operator-token-long-enough-to-be-a-secret"
@@ -100,43 +98,11 @@ def test_each_function_gets_only_its_own_settings() -> None:
     assert compaction.results_keep == 7 and compaction.store.games_table == "g"
     api = api_settings(env)
     assert (
-        DynamoSettings.from_settings(api.store).games_table == "g"
+        DynamoDbStore(api.store).settings.games_table == "g"
         and api.idempotency_table == "horcrux-idempotency"
     )
     assert "api_key" not in repr(api_settings({"ANTHROPIC_API_KEY": "sk-secret"}))
     assert "sk-secret" not in repr(api_settings({"ANTHROPIC_API_KEY": "sk-secret"}))
-
-
-# modules that may still read the environment: the settings themselves; the lead's LLM
-# brains (agents/llm.py, agents/gated.py) and evaluation; the store's `from_env` defaults
-# (store/*, the store helper's); the local DynamoDB setup, which writes it for boto3; and
-# the gate's `from_env` shim for callers without settings.
-ALLOWED = {
-    "settings.py",
-    "agents/llm.py",
-    "agents/gated.py",
-    "store/port.py",
-    "store/dynamodb.py",
-    "memory/gate.py",
-    "operator_token.py",  # its env fallback; the functions call it with their settings
-}
-
-
-def test_nothing_else_reads_the_environment() -> None:
-    package = ROOT / "shared" / "horcrux"  # the runtime; the tools (tools/) may read it
-    assert all((package / rel).is_file() for rel in ALLOWED), "a stale entry in ALLOWED"
-    readers: list[str] = []
-    for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package).as_posix()
-        code = "\n".join(
-            line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")
-        )
-        if re.search(r"os\.environ|os\.getenv|getenv\(", code) and rel not in ALLOWED:
-            readers.append(rel)
-    for handler in sorted((ROOT / "lambdas").glob("*/handler.py")):
-        if re.search(r"os\.environ|getenv\(", handler.read_text()):
-            readers.append(str(pathlib.Path(handler).relative_to(ROOT)))
-    assert readers == []
 
 
 def test_settings_carry_no_unknown_fields() -> None:

@@ -24,7 +24,7 @@ from api_fixtures import (
     stream_record,
 )
 
-from horcrux.api.turns import filter_pattern
+from horcrux.api.stream_handler import filter_pattern
 from horcrux.models import Search
 from horcrux.service import ECHO_KEY, GameService, SeatRequest
 from horcrux.store import DynamoDbStore

@@ -3,7 +3,7 @@
 * `GET /brains`: the brains an AI seat may take, per seat, from the registries;
 * players' display names on seats: checked (422 naming the rule, nothing written), stored,
   shown in the game and the lobby;
-* the static files (`horcrux.web.static`): content types, cache headers, the CSP, hashed
+* the static files (`horcrux_tools.web.static`): content types, cache headers, the CSP, hashed
   asset names rewritten into index.html, None for the API's paths.
 """
 
@@ -21,8 +21,8 @@ from horcrux.agents.base import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.api.app import build_app
 from horcrux.service import GameService
 from horcrux.store import MemoryStore
-from horcrux.web import static
-from horcrux.web.static import site_files, static_response, write_site
+from horcrux_tools.web import static
+from horcrux_tools.web.static import site_files, static_response, write_site
 
 
 @pytest.fixture
@@ -157,16 +157,43 @@ def test_index_html_points_at_content_hashed_assets_and_is_never_cached() -> Non
     assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
     assert headers["Cache-Control"] == "no-cache"
     html = body.decode()
-    for name in ("app.js", "style.css"):
-        source = (static.PACKAGE_DIR / name).read_bytes()
-        stem, ext = name.rsplit(".", 1)
-        served = f"{stem}.{hashlib.sha256(source).hexdigest()[:12]}.{ext}"
-        assert f'"{served}"' in html and f'"{name}"' not in html
-        status, headers, asset = static_response("GET", f"/{served}")  # type: ignore[misc]
-        assert asset == source
+    source = (static.SITE_DIR / "style.css").read_bytes()
+    served = f"style.{hashlib.sha256(source).hexdigest()[:12]}.css"
+    assert f'"{served}"' in html and '"style.css"' not in html
+    status, headers, asset = static_response("GET", f"/{served}")  # type: ignore[misc]
+    assert asset == source and headers["Content-Type"].startswith("text/css")
+    assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    # the ES modules: one hash over all of them, their relative imports rewritten to it
+    modules = sorted(p.name for p in static.SITE_DIR.glob("*.js"))
+    joined = b"".join(
+        n.encode() + b"\0" + (static.SITE_DIR / n).read_bytes() + b"\0" for n in modules
+    )
+    version = hashlib.sha256(joined).hexdigest()[:12]
+    assert f'"app.{version}.js"' in html and '"app.js"' not in html
+    for name in modules:
+        source = (static.SITE_DIR / name).read_bytes()
+        status, headers, asset = static_response("GET", f"/{name[:-3]}.{version}.js")  # type: ignore[misc]
+        assert headers["Content-Type"].startswith("text/javascript")
         assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
-        assert headers["Content-Type"].startswith("text/javascript" if ext == "js" else "text/css")
+        imported = re.findall(r'from "\./([\w.-]+)"', asset.decode())
+        assert all(i.endswith(f".{version}.js") for i in imported), (name, imported)
+        assert re.sub(rf"\.{version}\.js", ".js", asset.decode()).encode() == source
     assert static_response("GET", "/index.html") == static_response("GET", "/?x=1")
+
+
+def test_a_page_that_imports_a_missing_module_or_leaves_an_asset_unused_is_refused(
+    tmp_path: Any,
+) -> None:
+    (tmp_path / "index.html").write_text('<script type="module" src="app.js"></script>')
+    (tmp_path / "app.js").write_text('import { a } from "./a.js";\n')
+    with pytest.raises(RuntimeError, match=r"app.js imports ./a.js"):
+        static.render_site(tmp_path)
+    (tmp_path / "a.js").write_text('import { b } from "./app.js";\nexport const a = 1;\n')
+    files = static.render_site(tmp_path)  # a cycle is fine: one hash over both modules
+    assert sorted(f.split(".")[0] for f in files) == ["a", "app", "index"]
+    (tmp_path / "lost.css").write_text("p {}")
+    with pytest.raises(RuntimeError, match=r"nothing in the page references lost\.css"):
+        static.render_site(tmp_path)
 
 
 def test_every_page_response_carries_the_csp_and_the_api_paths_are_left_alone() -> None:
@@ -200,9 +227,12 @@ def test_the_page_has_no_inline_script_or_style_and_no_remote_url() -> None:
     for item in site_files().values():
         text = item.body.decode()
         assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text), item.path
-    js = (static.PACKAGE_DIR / "app.js").read_text()
-    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
-    assert "document.write" not in js
+    modules = sorted(static.SITE_DIR.glob("*.js"))
+    assert modules and static.SITE_DIR / "app.js" in modules
+    for module in modules:
+        js = module.read_text()
+        assert "innerHTML" not in js and "insertAdjacentHTML" not in js, module.name
+        assert "eval(" not in js and "document.write" not in js, module.name
 
 
 def test_write_site_writes_exactly_the_served_files(tmp_path: Any) -> None:

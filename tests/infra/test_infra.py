@@ -28,7 +28,7 @@ from aws_cdk import App  # noqa: E402
 from aws_cdk.assertions import Match, Template  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
-from horcrux.api.turns import filter_pattern  # noqa: E402
+from horcrux.api.stream_handler import filter_pattern  # noqa: E402
 from horcrux.operator_token import PLACEHOLDER as OPERATOR_PLACEHOLDER  # noqa: E402
 from horcrux.secrets import PLACEHOLDER  # noqa: E402
 from infra import names  # noqa: E402

@@ -22,7 +22,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from aws_cdk.assertions import Template  # noqa: E402
 
-from horcrux.web.static import IMMUTABLE, NO_CACHE, site_files  # noqa: E402
+from horcrux_tools.web.static import IMMUTABLE, NO_CACHE, site_files  # noqa: E402
 from infra import names  # noqa: E402
 from infra.stack import HorcruxStack, build_app, cdk_json_context  # noqa: E402
 

@@ -156,9 +156,13 @@ def test_the_core_layer_holds_exactly_the_runtime_wheel(lambda_layers: dict[str,
     assert files(shipped) == files(source)
     _, mismatch, errors = filecmp.cmpfiles(source, shipped, files(source), shallow=False)
     assert not mismatch and not errors
-    for kept in ("py.typed", "echo/echo.toml", "web/index.html", "secrets.py"):
+    for kept in ("py.typed", "echo/echo.toml", "secrets.py"):
         assert (shipped / kept).exists()
     assert not (site / "horcrux_tools").exists() and not (site / "bin").exists()
+    # no page file: the stack serves the page from S3 (the repository's web/, infra/web.py)
+    assert not (shipped / "web").exists()
+    assert [f for f in files(shipped) if f.endswith((".js", ".html", ".css"))] == []
+    assert not [f for f in files(shipped) if f.endswith("words.json")]
     assert not [d for d in site.glob("horcrux_tools*")]
     # installed from the wheel (pip's dist-info), and its RECORD names exactly what is there
     (info,) = site.glob("horcrux_hunt-*.dist-info")

@@ -43,6 +43,7 @@ from horcrux.store.results import (
     result_key,
 )
 from horcrux_tools import sim
+from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def store(request: pytest.FixtureRequest, aws_env: None) -> Iterator[Any]:
         return
     with mock_aws():
         dynamo = DynamoDbStore(clock=Clock())
-        dynamo.create_tables()
+        create_tables(dynamo)
         yield dynamo
 
 
@@ -400,7 +401,7 @@ def test_records_are_byte_identical_across_adapters_and_runs(aws_env: None) -> N
     mem_items = [memory._games[(k["pk"]["S"], k["sk"]["S"])] for k in _record_keys(memory)]
     with mock_aws():
         dynamo = DynamoDbStore(clock=Clock())
-        dynamo.create_tables()
+        create_tables(dynamo)
         play(dynamo, "g1", seed=8)
         run(dynamo, [final_record(dynamo, "g1")])
         table = dynamo.settings.games_table

@@ -44,6 +44,7 @@ from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.port import SeatInfo
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux_tools.echo.season import run_season
+from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 CFG = default_config()
@@ -395,7 +396,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         return
     with mock_aws():
         dynamo = DynamoDbStore()
-        dynamo.create_tables()
+        create_tables(dynamo)
         yield dynamo
 
 

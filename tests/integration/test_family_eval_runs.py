@@ -1,7 +1,7 @@
 """The family evaluation and the family seasons end to end through `horcrux`'s main (tiny
-runs: dev draws, a few games), and the split: a dev run never opens the holdout, the
-holdout runs only through the report path (in fresh interpreters: opening it is for the
-whole process)."""
+runs: dev draws, a few games), and the split: a dev run never draws the holdout, the
+holdout runs only through the report path, with the key it passes, and leaves nothing open
+behind it (in fresh interpreters, as a user runs them)."""
 
 from __future__ import annotations
 
@@ -77,17 +77,23 @@ def test_season_family_writes_json_and_markdown(tmp_path: Path) -> None:
 def test_a_dev_run_never_opens_the_holdout(tmp_path: Path) -> None:
     done = python(
         f"""
-        from horcrux.agents.family import holdout_open
+        import json
+        from pathlib import Path
+        from horcrux.agents.family import HeldOutDraw, draw
         from horcrux_tools.cli import main
         out = {str(tmp_path)!r}
         common = ["--family", "1", "--games", "2", "--workers", "1", "--no-plots", "--out", out]
         assert main(["evaluate", *common, "--split", "dev", "--no-progress"]) == 0
         assert main(["season", *common, "--split", "dev"]) == 0
-        print("open:", holdout_open())
+        print("draws:", json.loads((Path(out) / "family.json").read_text())["draws"])
+        try:
+            draw(100000)
+        except HeldOutDraw:
+            print("still refused")
         """
     )
     assert done.returncode == 0, done.stderr
-    assert "open: False" in done.stdout
+    assert "draws: [0]" in done.stdout and "still refused" in done.stdout
 
 
 @pytest.mark.slow  # a fresh interpreter or a process pool: about a second
@@ -110,12 +116,15 @@ def test_the_holdout_runs_only_through_the_report_path(tmp_path: Path) -> None:
                 "--workers", "2", "--no-plots", "--out", out, "--no-progress"]
         assert main(argv) == 0
         print("draws:", json.loads((Path(out) / "family.json").read_text())["draws"])
-        print("open:", family.holdout_open())
+        try:  # the report passed the key to its own draws and games: nothing stays open
+            family.draw(100000)
+        except family.HeldOutDraw:
+            print("refused")
         """
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("refused") == 2
-    assert "draws: [100000, 100001]" in done.stdout and "open: True" in done.stdout
+    assert done.stdout.count("refused") == 3
+    assert "draws: [100000, 100001]" in done.stdout
 
 
 @pytest.mark.slow  # a fresh interpreter or a process pool: about a second

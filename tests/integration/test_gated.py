@@ -12,7 +12,7 @@ from fake_anthropic import FakeAnthropic, schema_responder, serve
 from horcrux import engine, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.gated import NO_KEY_NOTE, GatedHarry
-from horcrux.agents.llm import LLMConfig, Price
+from horcrux.agents.llm_config import LLMConfig, Price
 from horcrux.agents.planner import PlannerHarry
 from horcrux.memory.context import render_tier
 from horcrux.memory.tokens import estimate_tokens

@@ -28,14 +28,9 @@ from horcrux import engine
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
 from horcrux.agents.base import HarryMove
 from horcrux.agents.legal import harry_tool_schema, voldemort_tool_schema
-from horcrux.agents.llm import (
-    LLMConfig,
-    LLMHarry,
-    LLMUnavailable,
-    LLMVoldemort,
-    Price,
-    render_harry_view,
-)
+from horcrux.agents.llm import LLMHarry, LLMVoldemort
+from horcrux.agents.llm_config import LLMConfig, LLMUnavailable, Price
+from horcrux.agents.llm_prompts import render_harry_view
 from horcrux.agents.planner import PlannerHarry
 from horcrux.agents.voldemort import ReferenceVoldemort
 from horcrux.belief.bayes import BayesBelief

@@ -26,13 +26,12 @@ from horcrux.agents.candidates import (
 )
 from horcrux.agents.gated import GatedHarry
 from horcrux.agents.legal import UnparsableMove
-from horcrux.agents.llm import (
+from horcrux.agents.llm import LLMHarry, LLMVoldemort
+from horcrux.agents.llm_config import (
     DEFAULT_LOCAL_URL,
     LOCAL_PREFILL,
     LLMConfig,
-    LLMHarry,
     LLMUnavailable,
-    LLMVoldemort,
     parse_llm_param,
 )
 from horcrux.agents.planner import PlannerHarry

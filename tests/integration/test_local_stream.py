@@ -19,6 +19,7 @@ from horcrux.store import Conflict, DynamoDbStore
 from horcrux.store.stream import EventStream
 from horcrux_tools.local.dynamo_process import patched_moto
 from horcrux_tools.local.stream import StreamTail
+from horcrux_tools.local.tables import create_tables
 
 pytestmark = pytest.mark.moto
 
@@ -28,7 +29,7 @@ def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
     set_aws_env(monkeypatch)
     with mock_aws(), patched_moto():
         dynamo = DynamoDbStore()
-        dynamo.create_tables()
+        create_tables(dynamo)
         yield dynamo
 
 

@@ -1,5 +1,6 @@
 """`horcrux.operator_token`: the /memory operator's digest and reach from Secrets Manager
-(moto's), cached, failing closed; the environment fallback for local play."""
+(moto's), cached, failing closed; without a secret (local play), the digest the settings
+read."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from horcrux.operator_token import (
-    AGENTS_ENV,
     PLACEHOLDER,
-    SECRET_ENV,
-    TOKEN_SHA256_ENV,
     InvalidOperatorSecret,
     OperatorAccess,
     access_from_secret,
     load_operator_access,
 )
+from horcrux.settings import OperatorSettings, SettingsError
+
+SECRET_ENV = "HORCRUX_OPERATOR_SECRET_ARN"
+TOKEN_SHA256_ENV = "HORCRUX_OPERATOR_TOKEN_SHA256"
+AGENTS_ENV = "HORCRUX_OPERATOR_AGENTS"
 
 TOKEN = "operator-secret-token-of-at-least-some-length"
 DIGEST = hashlib.sha256(TOKEN.encode()).hexdigest()
@@ -68,41 +71,39 @@ def test_the_access_checks_the_token_and_the_agent() -> None:
 
 def test_the_digest_is_read_from_the_stacks_secret_and_cached(secrets: Any) -> None:
     arn = secrets.create_secret(Name="horcrux/operator", SecretString=PLACEHOLDER)["ARN"]
-    env = {**AWS_ENV, SECRET_ENV: arn}
-    assert load_operator_access(env) is None  # the stack's initial value: no operator
+    settings = OperatorSettings.from_env({SECRET_ENV: arn})
+    assert settings.access() is None  # the stack's initial value: no operator
     parameters.clear_caches()
     secrets.put_secret_value(
         SecretId=arn, SecretString=json.dumps({"sha256": DIGEST, "agents": "planner"})
     )
-    access = load_operator_access(env)
+    access = settings.access()
     assert access == OperatorAccess(DIGEST, ("planner",)) and access.accepts(TOKEN)
     # cached for max_age: a new value is seen only once the cache expires
     secrets.put_secret_value(SecretId=arn, SecretString=PLACEHOLDER)
-    assert load_operator_access(env, max_age=300) == access
-    assert load_operator_access(AWS_ENV, secret_id=arn) == access  # the ARN as a value
+    assert load_operator_access(arn, max_age=300) == access
     parameters.clear_caches()  # the cache expired
-    assert load_operator_access(env) is None
+    assert settings.access() is None
 
 
 def test_it_fails_closed(secrets: Any) -> None:
-    env = {**AWS_ENV, SECRET_ENV: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone"}
-    assert load_operator_access(env) is None  # cannot be read: refuse, never a default
+    gone = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone"
+    assert load_operator_access(gone) is None  # cannot be read: refuse, never a default
     arn = secrets.create_secret(Name="horcrux/operator", SecretString=TOKEN)["ARN"]
-    assert load_operator_access({**AWS_ENV, SECRET_ENV: arn}) is None  # the token, by mistake
+    assert load_operator_access(arn) is None  # the token, by mistake
+    assert load_operator_access("  ") is None  # no secret named
 
 
-def test_without_a_secret_the_environment_gives_the_digest(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert load_operator_access({}) is None
+def test_without_a_secret_the_settings_give_the_digest() -> None:
+    assert OperatorSettings.from_env({}).access() is None
     env = {TOKEN_SHA256_ENV: DIGEST, AGENTS_ENV: "planner,gated"}
-    assert load_operator_access(env) == OperatorAccess(DIGEST, ("planner", "gated"))
-    assert load_operator_access({TOKEN_SHA256_ENV: TOKEN}) is None
+    assert OperatorSettings.from_env(env).access() == OperatorAccess(DIGEST, ("planner", "gated"))
+    assert OperatorSettings.from_env({TOKEN_SHA256_ENV: DIGEST}).access() == OperatorAccess(DIGEST)
+    with pytest.raises(SettingsError, match=TOKEN_SHA256_ENV):  # the token, not its digest
+        OperatorSettings.from_env({TOKEN_SHA256_ENV: TOKEN})
+    with pytest.raises(SettingsError, match="HORCRUX_SECRET_MAX_AGE"):
+        OperatorSettings.from_env({"HORCRUX_SECRET_MAX_AGE": "soon"})
     assert parameters.base.DEFAULT_PROVIDERS == {}  # no Secrets Manager provider built
-    monkeypatch.setenv(TOKEN_SHA256_ENV, DIGEST)
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv(AGENTS_ENV, raising=False)
-    assert load_operator_access() == OperatorAccess(DIGEST)  # os.environ by default
 
 
 def test_the_memory_routes_authorize_against_the_stacks_secret(secrets: Any) -> None:

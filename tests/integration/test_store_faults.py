@@ -15,10 +15,10 @@ from api_fixtures import FakeContext, api_event, load_handler, moto_tables
 from conftest import set_aws_env
 
 from horcrux.api.idempotency import _unavailable_cause
-from horcrux.settings import StoreSettings
-from horcrux.store import DynamoDbStore, DynamoSettings, StoreUnavailable
+from horcrux.settings import StoreSettings, store_settings
+from horcrux.store import DynamoDbStore, StoreUnavailable
 from horcrux.store.budget import request_budget
-from horcrux.store.dynamodb import client_config, unavailable_error
+from horcrux.store.dynamodb_client import client_config, unavailable_error
 
 pytestmark = pytest.mark.moto
 
@@ -44,7 +44,8 @@ def silent_port() -> Iterator[int]:
 
 def _store(port: int, **kw: Any) -> tuple[DynamoDbStore, list[str]]:
     """A store on a local port, and the list of HTTP attempts its client sends."""
-    settings = DynamoSettings(endpoint_url=f"http://127.0.0.1:{port}", region="eu-west-1", **kw)
+    update = {"endpoint_url": f"http://127.0.0.1:{port}", "region": "eu-west-1", **kw}
+    settings = store_settings().model_copy(update=update)
     store = DynamoDbStore(settings)
     attempts: list[str] = []
     store.client.meta.events.register(
@@ -143,9 +144,7 @@ def test_only_outages_are_classified_as_unavailable() -> None:
 
 
 def test_the_client_config_has_short_timeouts_and_bounded_retries() -> None:
-    config = client_config(
-        DynamoSettings(connect_timeout_s=0.5, read_timeout_s=1.5, max_attempts=4)
-    )
+    config = client_config(StoreSettings(connect_timeout_s=0.5, read_timeout_s=1.5, max_attempts=4))
     assert config.connect_timeout == 0.5
     assert config.read_timeout == 1.5
     # one attempt per botocore call: the store retries itself, within the request's budget
@@ -156,7 +155,7 @@ def test_the_client_config_has_short_timeouts_and_bounded_retries() -> None:
         "HORCRUX_DYNAMODB_READ_TIMEOUT_S": "3",
         "HORCRUX_DYNAMODB_MAX_ATTEMPTS": "5",
     }
-    dynamo = DynamoSettings.from_settings(StoreSettings.from_env(env))
+    dynamo = StoreSettings.from_env(env)
     assert (dynamo.connect_timeout_s, dynamo.read_timeout_s, dynamo.max_attempts) == (
         0.25,
         3.0,

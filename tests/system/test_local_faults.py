@@ -220,7 +220,8 @@ def _direct(endpoint: str) -> Any:
     reaches `horcrux serve`)."""
     import boto3
 
-    from horcrux.store import DynamoDbStore, DynamoSettings
+    from horcrux.settings import store_settings
+    from horcrux.store import DynamoDbStore
 
     client = boto3.client(
         "dynamodb",
@@ -229,7 +230,8 @@ def _direct(endpoint: str) -> Any:
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
-    return DynamoDbStore(DynamoSettings(endpoint_url=endpoint, region="eu-west-1"), client=client)
+    settings = store_settings().model_copy(update={"endpoint_url": endpoint, "region": "eu-west-1"})
+    return DynamoDbStore(settings, client=client)
 
 
 def test_a_stalled_commit_gets_its_ai_reply_without_a_read() -> None:

@@ -133,8 +133,11 @@ def test_the_service_checks_protocols_and_never_probes_or_tests_the_class() -> N
     assert "getattr(" not in source
     assert "GatedHarry" not in source
     assert "horcrux.belief" not in source  # the pin is decoded by ECHO (`echo.pin`)
-    for protocol in ("Persistent", "ViewSynced", "MemoryAdopter", "MemoryLineReader"):
+    for protocol in ("MemoryAdopter", "MemoryLineReader"):
         assert f"isinstance(brain, {protocol})" in source
+    # no brain state is stored between turns: no snapshot taken, none restored
+    assert "Persistent" not in source and ".restore(" not in source and ".snapshot()" not in source
+    assert "type(" not in source and ".__class__" not in source
 
 
 # ---------------------------------------------------------------- the memory pin

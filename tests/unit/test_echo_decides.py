@@ -14,7 +14,6 @@ import pytest
 from horcrux import engine
 from horcrux.agents.planner import PlannerHarry
 from horcrux.echo import style
-from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.corrections import add_correction
 from horcrux.echo.model import EchoMemory, Style
 from horcrux.echo.use import (
@@ -32,6 +31,7 @@ from horcrux.rules import CLASSIC
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux.views import HarryView, harry_view
 from horcrux_tools.echo.ablation import BEGIN, END, paired, render_section, run_ablation
+from horcrux_tools.echo.baseline import CounterBaseline
 from horcrux_tools.echo.season import play, run_season
 
 ROOT = Path(__file__).resolve().parents[2]

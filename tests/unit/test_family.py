@@ -1,15 +1,12 @@
 """The generated Voldemort family (docs/FAMILY.md): the draw, the held-out guard, games
 against drawn members, one behavioural check per trigger, and `horcrux family --list`.
-
-No test here opens the holdout in this process: the one that checks the key runs it in a
-subprocess, so the process-wide flag cannot leak into other tests."""
+The held-out key is a parameter (no process-wide state), so a test that passes it opens
+nothing for any other."""
 
 from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from dataclasses import replace
 from typing import get_args, get_type_hints
 
@@ -24,7 +21,6 @@ from horcrux.agents.family import (
     GeneratedVoldemort,
     HeldOutDraw,
     draw,
-    holdout_open,
     is_copy,
 )
 from horcrux.agents.family_observers import PREDICT_LEVEL, TallyObserver
@@ -135,13 +131,25 @@ def test_as_dict_round_trips() -> None:
 
 
 def test_the_holdout_is_closed_without_the_key() -> None:
-    assert not holdout_open()
     with pytest.raises(HeldOutDraw, match="held-out report split"):
         draw(HOLDOUT_START)
     with pytest.raises(HeldOutDraw, match="held-out report split"):
         VOLDEMORT_BRAINS.create("family:100000", CLASSIC)
+    with pytest.raises(HeldOutDraw):  # a key that is not True is no key
+        VOLDEMORT_BRAINS.create("family:100000", CLASSIC, settings={"holdout": "yes"})
     assert issubclass(HeldOutDraw, UnknownBrain)
     draw(HOLDOUT_START - 1)  # the last dev seed
+
+
+def test_the_key_is_a_parameter_and_opens_nothing_for_the_next_call() -> None:
+    assert draw(HOLDOUT_START, holdout=True).seed == HOLDOUT_START
+    brain = VOLDEMORT_BRAINS.create("family:100001", CLASSIC, settings={"holdout": True})
+    assert brain.name == "family:100001"
+    assert draw(HOLDOUT_START + 1, holdout=True) == brain.params  # type: ignore[attr-defined]
+    with pytest.raises(HeldOutDraw):  # no process-wide state: the next call without it
+        draw(HOLDOUT_START)
+    with pytest.raises(HeldOutDraw):
+        VOLDEMORT_BRAINS.create("family:100001", CLASSIC)
 
 
 @pytest.mark.parametrize(
@@ -153,22 +161,6 @@ def test_a_bad_spec_names_what_is_wrong(spec: str, words: str) -> None:
         VOLDEMORT_BRAINS.create(spec, CLASSIC)
     with pytest.raises(ValueError, match=">= 0"):
         draw(-1)
-
-
-def test_open_holdout_opens_it_in_a_fresh_interpreter() -> None:
-    code = (
-        "from horcrux.agents import VOLDEMORT_BRAINS\n"
-        "from horcrux.rules import CLASSIC\n"
-        "b = VOLDEMORT_BRAINS.create('family:3', CLASSIC)\n"  # found with no import of family
-        "assert b.name == 'family:3', b.name\n"
-        "from horcrux.agents.family import draw, holdout_open, open_holdout\n"
-        "assert not holdout_open()\n"
-        "open_holdout()\n"
-        "assert holdout_open() and draw(100000).seed == 100000\n"
-        "assert VOLDEMORT_BRAINS.create('family:100001', CLASSIC).name == 'family:100001'\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 # --- games ----------------------------------------------------------------------------
@@ -356,7 +348,11 @@ def test_family_list_refuses_the_holdout_without_the_flag(
 ) -> None:
     assert family_cli.main(["--list", "99999..100000"]) == 2
     assert "held-out" in capsys.readouterr().err
-    assert not holdout_open()
+    assert family_cli.main(["--list", "100000", "--holdout", "--json"]) == 0
+    (one,) = json.loads(capsys.readouterr().out)
+    assert one["seed"] == HOLDOUT_START
+    with pytest.raises(HeldOutDraw):  # the flag opened nothing beyond that listing
+        draw(HOLDOUT_START)
 
 
 def test_observation_signs_count_attacks_as_negative() -> None:

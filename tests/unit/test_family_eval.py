@@ -132,27 +132,31 @@ def test_season_means_across_draws_leave_the_named_out() -> None:
     assert fs.across([5.0]) == {"n": 1, "mean": 5.0, "se": 0.0}
 
 
-def test_split_guard_only_the_report_module_opens_the_holdout() -> None:
-    """`open_holdout(` appears in the tools and tests trees only where the family
-    evaluation opens the holdout split (`evaluation.family.open_split`), in this guard and
-    at the family's own sites (each file: at most the calls it has now): `horcrux family
-    --list --holdout` and the runtime module's test of the guard, in a fresh interpreter."""
+def test_split_guard_only_the_report_module_gives_the_holdout_key() -> None:
+    """The held-out key (`holdout=True`, `{"holdout": True}`) is written in the tools only
+    where the report turns the holdout split into it (`evaluation.family.holdout_key` and
+    the Voldemort settings it makes, the season's brains) and `horcrux family --list
+    --holdout` passes its flag; everything else takes it as a parameter."""
     allowed = {
-        "tools/horcrux_tools/evaluation/family.py": 1,
-        "tools/horcrux_tools/family_cli.py": 1,
-        "tests/unit/test_family.py": 1,
-        "tests/unit/test_family_eval.py": 4,  # this guard's own text
+        "tools/horcrux_tools/evaluation/family.py": 3,  # voldemort_settings; its doc twice
+        "tools/horcrux_tools/echo/season.py": 1,  # brains()
     }
+    key = re.compile(r"holdout=True|\"holdout\": True")
     found = {
-        path.relative_to(ROOT).as_posix(): len(re.findall(r"open_holdout\(", text))
-        for tree in ("tools", "tests")
-        for path in (ROOT / tree).rglob("*.py")
-        if "open_holdout(" in (text := path.read_text(encoding="utf-8"))
+        path.relative_to(ROOT).as_posix(): len(key.findall(path.read_text(encoding="utf-8")))
+        for path in (ROOT / "tools").rglob("*.py")
     }
     extra = {f: n for f, n in found.items() if n > allowed.get(f, 0)}
-    assert not extra, f"open_holdout( called outside the report path: {extra}"
+    assert not extra, f"the held-out key given outside the report path: {extra}"
     source = (ROOT / "tools/horcrux_tools/evaluation/family.py").read_text()
-    assert 'if split == "holdout":\n        fam.open_holdout()' in source
+    assert 'return split == "holdout"' in source
+    assert family.holdout_key("holdout") and not family.holdout_key("dev")
+    assert family.voldemort_settings(True) == {"holdout": True}
+    assert family.voldemort_settings(False) == {}
+    with pytest.raises(ValueError, match="unknown split"):
+        family.holdout_key("test")
+    cli = (ROOT / "tools/horcrux_tools/family_cli.py").read_text()
+    assert "draw(seed, holdout=args.holdout)" in cli
 
 
 def committed(page: str, begin: str, end: str) -> str:

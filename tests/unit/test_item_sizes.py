@@ -23,7 +23,6 @@ from pydantic import BaseModel
 
 from horcrux import engine
 from horcrux.agents.legal import legal_harry_actions, legal_voldemort_actions
-from horcrux.agents.planner import PlannerHarry
 from horcrux.decisions import DecisionNote
 from horcrux.models import (
     Ally,
@@ -382,7 +381,7 @@ def test_a_person_harry_game_lasts_50_turns_at_constant_units() -> None:
 
 
 # ---------------------------------------------------------------- the planner: rebuilt == restored
-def test_the_service_stores_no_planner_blob_and_drops_a_stale_one() -> None:
+def test_the_service_stores_no_planner_blob() -> None:
     store = MemoryStore()
     service = GameService(store)
     created = service.create_game(
@@ -392,10 +391,6 @@ def test_the_service_stores_no_planner_blob_and_drops_a_stale_one() -> None:
         seed=4,
     )
     gid = created["game_id"]
-    snap = store.load(gid)
-    stale = PlannerHarry(STANDARD).snapshot()
-    seeded = snap.model_copy(update={"beliefs": {"harry": stale}, "version": snap.version + 1})
-    store.repair_snapshot(snap.version, seeded)  # a game stored with the old blob
     outcome = service.play_ai_turn(gid, "harry", 0)
     assert outcome.status == "played"
     after = store.load(gid)

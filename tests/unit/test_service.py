@@ -11,7 +11,7 @@ import pytest
 from api_fixtures import leaks
 
 from horcrux.agents import HARRY_BRAINS
-from horcrux.api.turns import turn_request
+from horcrux.api.stream_handler import turn_request
 from horcrux.decisions import DecisionNote
 from horcrux.errors import GameOver, NotYourTurn, UnknownBrain, UnknownLocation
 from horcrux.models import Attack, Pass, Search

@@ -1,4 +1,4 @@
-"""The players' words (shared/horcrux/web/words.json, issue 43): the AI opponents' levels are
+"""The players' words (web/words.json, issue 43): the AI opponents' levels are
 ordered by the published figures (docs/evaluation.json), every brain a player can pick is
 explained in a sentence, no player-visible text carries API paths, mode syntax or bits,
 and each seat's texts speak to that seat's player (Voldemort's never to Harry)."""
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
-from horcrux.web.words import fill, level_sentence, unsure, why_wasted, words
 from horcrux_tools.local.play import guide_text, help_text
+from horcrux_tools.web.words import fill, level_sentence, unsure, why_wasted, words
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EVALUATION = json.loads((ROOT / "docs" / "evaluation.json").read_text())["results"]

@@ -2,7 +2,7 @@
 
 One row per draw (seed, member, trigger, observer, destination, decoys/timing), or JSON
 with `--json`. A range reaching the held-out split (seeds >= 100,000) is refused unless
-`--holdout`, which opens the guard for this process: report use only.
+`--holdout`, which passes the held-out key to these draws: report use only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from horcrux.agents.family import HOLDOUT_START, FamilyParams, draw, is_copy, open_holdout
+from horcrux.agents.family import HOLDOUT_START, FamilyParams, draw, is_copy
 
 
 def seed_range(text: str) -> range:
@@ -72,16 +72,14 @@ def table(draws: Sequence[FamilyParams]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     seeds: range = args.list
-    if seeds[-1] >= HOLDOUT_START:
-        if not args.holdout:
-            print(
-                f"horcrux family: seeds >= {HOLDOUT_START:,} are the held-out report split; "
-                "pass --holdout (report use only) to list them",
-                file=sys.stderr,
-            )
-            return 2
-        open_holdout()
-    draws = [draw(seed) for seed in seeds]
+    if seeds[-1] >= HOLDOUT_START and not args.holdout:
+        print(
+            f"horcrux family: seeds >= {HOLDOUT_START:,} are the held-out report split; "
+            "pass --holdout (report use only) to list them",
+            file=sys.stderr,
+        )
+        return 2
+    draws = [draw(seed, holdout=args.holdout) for seed in seeds]
     if args.json:
         print(json.dumps([row(p) for p in draws], sort_keys=True))
     else:

@@ -1,8 +1,5 @@
 """Seat brains. The built-in brains register on a registry's first lookup (see `base`)."""
 
-from importlib import import_module
-from typing import Any
-
 from horcrux.agents.base import (
     BUILTIN_MODULES,
     HARRY_BRAINS,
@@ -15,15 +12,10 @@ from horcrux.agents.base import (
     VoldemortMove,
     load_builtin_brains,
 )
+from horcrux.lazy import lazy_attributes
 
-_SUBMODULES = frozenset(m.rsplit(".", 1)[1] for m in BUILTIN_MODULES)
-
-
-def __getattr__(name: str) -> Any:
-    """`horcrux.agents.planner` and the other brain modules, imported on first use."""
-    if name in _SUBMODULES:
-        return import_module(f"horcrux.agents.{name}")
-    raise AttributeError(f"module 'horcrux.agents' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {m.rsplit(".", 1)[1]: m for m in BUILTIN_MODULES})
+"""`horcrux.agents.planner` and the other brain modules, imported on first use."""
 
 
 __all__ = [

@@ -7,9 +7,11 @@ integer draws only: the same on every machine and Python >= 3.11) and returns th
 
 The split: seeds 0..99,999 are the development split (tuning, tests, sweeps); seeds >=
 `HOLDOUT_START` (100,000) are the held-out report split. `draw` refuses them
-(`HeldOutDraw`, an `UnknownBrain`: the API answers 422 naming the split) unless
-`open_holdout()` was called in this process. That flag is the guard's only key: the
-report code calls it (in every worker process too); tuning code and tests never do.
+(`HeldOutDraw`, an `UnknownBrain`: the API answers 422 naming the split) unless its caller
+passes `holdout=True`; the brain `family:SEED` is given the same key in its settings
+(`settings={"holdout": True}`, which no function's settings carry). The report code passes
+it, explicitly, for the holdout split; tuning code and tests never do. No process-wide
+state: the same call draws the same Voldemort or refuses, whatever ran before.
 
 Parameters (each drawn independently, in this order; docs/FAMILY.md has the table):
 
@@ -117,20 +119,9 @@ WINDOW = (4, 16)
 SPREAD_GAP = 15
 LATE_FROM = 25
 
-_guard = {"open": False}
-
 
 class HeldOutDraw(UnknownBrain):
     """A draw from the held-out report split while the holdout is closed."""
-
-
-def open_holdout() -> None:
-    """Open the held-out split for this process (report code only: never tuning or tests)."""
-    _guard["open"] = True
-
-
-def holdout_open() -> bool:
-    return _guard["open"]
 
 
 @dataclass(frozen=True)
@@ -189,13 +180,13 @@ def _pick(rng: random.Random, table: tuple[tuple[Any, int], ...]) -> Any:
     raise AssertionError("unreachable")
 
 
-def draw(seed: int) -> FamilyParams:
+def draw(seed: int, *, holdout: bool = False) -> FamilyParams:
     """The Voldemort of `seed` (pure: the same on every machine). Raises `HeldOutDraw` for
-    a seed of the held-out split unless `open_holdout()` was called, ValueError for a
+    a seed of the held-out split unless `holdout` (the report's key), ValueError for a
     negative seed."""
     if seed < 0:
         raise ValueError(f"family seeds are whole numbers >= 0, got {seed}")
-    if seed >= HOLDOUT_START and not holdout_open():
+    if seed >= HOLDOUT_START and not holdout:
         raise HeldOutDraw(
             f"family:{seed} is in the held-out report split (seeds >= {HOLDOUT_START:,}): "
             "only the report draws it"
@@ -394,8 +385,8 @@ class GeneratedVoldemort:
 class FamilyVoldemort:
     """`family:SEED`: the drawn Voldemort of SEED (a generated one, or a named member)."""
 
-    def __init__(self, rules: RuleSet, seed: int) -> None:
-        self.params = draw(seed)
+    def __init__(self, rules: RuleSet, seed: int, *, holdout: bool = False) -> None:
+        self.params = draw(seed, holdout=holdout)
         self.name = f"family:{seed}"
         self.inner: GeneratedVoldemort | ReferenceVoldemort | PassiveVoldemort
         if self.params.member == "reference":
@@ -441,7 +432,8 @@ def family_seed(param: str | None) -> int:
     description="the generated Voldemort of a seed (family:SEED, default 0; docs/FAMILY.md)",
 )
 def _family(options: BrainOptions) -> FamilyVoldemort:
-    return FamilyVoldemort(options.rules, family_seed(options.param))
+    holdout = options.settings.get("holdout") is True  # the report's key (module doc)
+    return FamilyVoldemort(options.rules, family_seed(options.param), holdout=holdout)
 
 
 __all__ = [
@@ -456,7 +448,5 @@ __all__ = [
     "draw",
     "family_seed",
     "generate",
-    "holdout_open",
     "is_copy",
-    "open_holdout",
 ]

@@ -21,14 +21,15 @@ says so in its notes. The LLM consumes memory, never produces it.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
-from horcrux.agents.llm import Deadline, LLMConfig, LLMHarry, parse_llm_param
+from horcrux.agents.llm import LLMHarry
+from horcrux.agents.llm_client import Deadline
+from horcrux.agents.llm_config import LLMConfig, parse_llm_param
 from horcrux.agents.planner import PlannerHarry, forced_attack
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.memory.gate import DecisionLog, EntropyGate, GateConfig, exploration_target
@@ -36,6 +37,7 @@ from horcrux.memory.tokens import estimate_tokens
 from horcrux.memory.working import WorkingMemory
 from horcrux.models import Search
 from horcrux.rules import RuleSet
+from horcrux.settings import llm_settings
 from horcrux.views import HarryView
 
 if TYPE_CHECKING:
@@ -152,7 +154,7 @@ def _has_llm(options: BrainOptions) -> bool:
         config = parse_llm_param(options.param)
     if isinstance(config, LLMConfig) and not config.backend.requires_key:
         return True
-    return bool(s.get("client") or s.get("api_key") or os.environ.get("ANTHROPIC_API_KEY"))
+    return bool(s.get("client") or s.get("api_key") or llm_settings().api_key)
 
 
 def make_gated(

@@ -264,9 +264,7 @@ def games_router(service: GameService, idempotency: IdempotentMoves | None) -> A
                 context=router.lambda_context,
             )
         text = str(stored["body"])
-        version = stored.get("version")
-        if not isinstance(version, int):  # a record stored before the ETag was
-            version = int(json.loads(text)["game"]["version"])
+        version = int(stored["version"])  # every record carries it (records live 24 h)
         return Response(
             status_code=200,
             content_type=content_types.APPLICATION_JSON,

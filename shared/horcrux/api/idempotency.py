@@ -188,7 +188,7 @@ class IdempotentMoves:
 def _unavailable_cause(exc: BaseException) -> StoreUnavailable | None:
     """The database outage behind a persistence-layer error (its cause chain), if any: the
     idempotency table is as unavailable as the game tables then (503, not 500)."""
-    from horcrux.store.dynamodb import unavailable_error
+    from horcrux.store.dynamodb_client import unavailable_error
 
     seen: BaseException | None = exc.__cause__
     while seen is not None:

@@ -27,12 +27,13 @@ def reads_memory(agent: str, rules: str = "classic") -> bool:
     """Whether the AI Harry `agent` (a brain spec, as seated) reads cross-game memory at
     its start-up: a `planner` or `gated` in the default mode (`memory_planner`)."""
     from horcrux.agents import HARRY_BRAINS
+    from horcrux.errors import HorcruxError
     from horcrux.rules import PRESETS
 
     preset = PRESETS.get(rules, PRESETS["classic"])
     try:
         brain = HARRY_BRAINS.create(agent, preset, for_seat=True, settings={})
-    except Exception:  # an unknown brain, a bad parameter, a brain needing a key
+    except (HorcruxError, ValueError):  # an unknown brain, a bad parameter, a brain needing a key
         return False
     return memory_planner(brain) is not None
 

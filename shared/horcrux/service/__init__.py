@@ -11,7 +11,7 @@ action) writes nothing. One module per job:
 * `horcrux.service.ai`: AI turns (`make_brain` returns the brain with its memory pin);
 * `horcrux.service.models` / `.errors`: requests, typed responses, refusals.
 
-Stream records are parsed in `horcrux.api.turns` (`turn_request`). `GameService` below is
+Stream records are parsed in `horcrux.api.stream_handler` (`turn_request`). `GameService` below is
 a thin facade holding what every call needs (the store, the clock, the brain settings),
 and nothing per call.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 from horcrux.models import AnyAction, Seat
 from horcrux.service import ai, games, moves, projection
-from horcrux.service.ai import ECHO_KEY, MadeBrain, MemoryRead, make_brain, rebuilt_from_view
+from horcrux.service.ai import ECHO_KEY, MadeBrain, MemoryRead, make_brain
 from horcrux.service.errors import (
     BadRequest,
     DeadlineTooShort,
@@ -314,5 +314,4 @@ __all__ = [
     "legal_moves",
     "make_brain",
     "project_event",
-    "rebuilt_from_view",
 ]

@@ -25,8 +25,6 @@ from horcrux.agents.contract import (
     Brain,
     MemoryAdopter,
     MemoryLineReader,
-    Persistent,
-    ViewSynced,
     decisions_of,
 )
 from horcrux.agents.contract import belief_of as belief_map
@@ -35,7 +33,7 @@ from horcrux.errors import IllegalAction
 from horcrux.models import AnyAction, GameState, Pass, Seat
 from horcrux.service.errors import DeadlineTooShort
 from horcrux.service.models import DEADLINE_FLOOR_S, TurnOutcome, TurnRequest
-from horcrux.store import codec
+from horcrux.store.mapping import next_ai
 from horcrux.store.port import (
     BeliefPoint,
     Conflict,
@@ -83,23 +81,12 @@ class MadeBrain:
     """A seat's brain for one turn, and the memory pin it was built with (if any)."""
 
     brain: Brain
-    restored: bool = False
     pin: bytes | None = None
     """The memory pin of Harry's brain (applied, or unreadable: memory `pin-unreadable`):
     kept in the snapshot after its first turn."""
     memory: str | None = None
     """Harry: `MemoryRead.status` of this turn (None: memory was not read). Voldemort:
     `copy_memory`'s status (`copied`, `pin-unreadable`; None: nothing copied)."""
-
-
-def rebuilt_from_view(brain: object) -> bool:
-    """Whether `brain` is rebuilt from the view each turn instead of restored.
-
-    A `ViewSynced` brain's whole state (the planners') is a pure function of its seat's
-    view: a fresh one synced to the view (`decide` does it) decides exactly as one
-    restored from its `snapshot()` (`tests/unit/test_service.py` proves it), so its snapshot is
-    not stored. Any other `Persistent` brain keeps its opaque blob in `beliefs`."""
-    return isinstance(brain, ViewSynced)
 
 
 def memory_planner(brain: object) -> PlannerHarry | None:
@@ -242,9 +229,11 @@ def make_brain(
 ) -> MadeBrain:
     """The seat's brain for this turn, with the memory pin it was built with.
 
-    Built from the seat's spec with `settings` (`api_key`, `deadline_s`, ...), given
-    cross-game memory (an AI Harry), then replaced by the one restored from
-    `snapshot.beliefs` if the brain keeps a snapshot and it restores."""
+    Built from the seat's spec with `settings` (`api_key`, `deadline_s`, ...) and given
+    cross-game memory (an AI Harry). No brain state is stored between turns: a
+    `ViewSynced` brain (the planners) rebuilds its whole state from the view as it decides,
+    the others are stateless (`tests/integration/test_item_sizes_games.py`: the rebuilt
+    planner decides as one restored from its snapshot would)."""
     info = snapshot.seats[seat]
     assert info.brain is not None
     rules = snapshot.state.rules
@@ -259,41 +248,22 @@ def make_brain(
         brain = against_opponent(brain, read, snapshot.game_id)
     else:
         read = MemoryRead(status=copy_memory(snapshot, brain, counts))
-    data = snapshot.beliefs.get(seat)
-    if data and isinstance(brain, Persistent):
-        try:
-            restored = type(brain).restore(rules, data)
-        except Exception:  # a stale or foreign snapshot: rebuild from the view
-            log.warning("could not restore the %s brain %s", seat, info.brain, exc_info=True)
-        else:
-            if type(restored) is type(brain) and restored.name == brain.name:
-                return MadeBrain(restored, restored=True, pin=read.pin, memory=read.status)
     return MadeBrain(brain, pin=read.pin, memory=read.status)
 
 
-def belief_of(brain: object, seat: Seat, turn: int) -> tuple[dict[str, bytes], BeliefPoint | None]:
-    """The brain's Layer-2 snapshot (a `Persistent` brain's), and (Harry only) its belief
-    point (a `BeliefHolder`'s), if it has them.
-
-    A brain rebuilt from the view (`rebuilt_from_view`) stores no snapshot."""
-    beliefs: dict[str, bytes] = {}
-    if isinstance(brain, Persistent) and not rebuilt_from_view(brain):
-        data = brain.snapshot()
-        if isinstance(data, bytes | bytearray):
-            beliefs[seat] = bytes(data)
+def belief_point(brain: object, seat: Seat, turn: int) -> BeliefPoint | None:
+    """Harry's belief point this turn (a `BeliefHolder`'s map: its entropy and top three
+    locations), or None (Voldemort, a brain without a map, an entropy that is not finite)."""
     if seat != "harry":
-        return beliefs, None
+        return None
     belief = belief_map(brain)
-    if belief is not None:
-        value = float(belief.entropy())
-        if math.isfinite(value):
-            point = BeliefPoint(
-                turn=turn,
-                entropy=value,
-                top=tuple((str(loc), float(p)) for loc, p in belief.top(3))[:3],
-            )
-            return beliefs, point
-    return beliefs, None
+    if belief is None:
+        return None
+    value = float(belief.entropy())
+    if not math.isfinite(value):
+        return None
+    top = tuple((str(loc), float(p)) for loc, p in belief.top(3))[:3]
+    return BeliefPoint(turn=turn, entropy=value, top=top)
 
 
 def decide(brain: Brain, state: GameState, seat: Seat) -> AnyAction:
@@ -349,8 +319,8 @@ def play_ai_turn(
 
     One read of the snapshot; nothing happens if the game is gone, has moved past
     `after_seq` (a stream retry or a duplicate record), is over, or it is not this AI
-    seat's turn. Otherwise the seat's brain (restored from `snapshot.beliefs` if it
-    can be) decides and one transaction commits; if another invocation committed first
+    seat's turn. Otherwise the seat's brain (built for this turn, `make_brain`) decides
+    and one transaction commits; if another invocation committed first
     the store's condition fails and this one does nothing (`lost_race`).
     """
     start = time.perf_counter()
@@ -369,7 +339,7 @@ def play_ai_turn(
         return outcome("skipped", f"the game is at seq {state.seq}, not {after_seq}")
     if state.over:
         return outcome("skipped", "the game is over")
-    if codec.next_ai(snapshot) != seat:
+    if next_ai(snapshot) != seat:
         return outcome("skipped", f"not the {seat} AI's turn (phase {state.phase})")
     if deadline_s is not None and deadline_s < DEADLINE_FLOOR_S:
         raise DeadlineTooShort(f"{deadline_s:.2f} s left; the turn is left for a retry")
@@ -386,13 +356,11 @@ def play_ai_turn(
         move = fallback_move(state, seat)
         new_state, event = engine.apply(state, move)
         note = refused(note, move)
-    beliefs, point = belief_of(made.brain, seat, state.turn)
+    point = belief_point(made.brain, seat, state.turn)
+    beliefs: dict[str, bytes] = {}
     if made.pin is not None and ECHO_KEY not in snapshot.beliefs:
         beliefs[ECHO_KEY] = made.pin
     after = snapshot.advanced(new_state, beliefs=beliefs, belief_point=point)
-    if seat not in beliefs and seat in after.beliefs:  # a stale blob: drop it
-        kept = {k: v for k, v in after.beliefs.items() if k != seat}
-        after = after.model_copy(update={"beliefs": kept})
     try:
         store.commit_turn(snapshot.version, after, event, note)
     except Conflict as exc:
@@ -411,7 +379,7 @@ def play_ai_turn(
 def pending_ai(store: GameStore, game_id: str) -> TurnRequest | None:
     """The AI turn the game waits for now (the `next_ai` its last event carries)."""
     snapshot = store.load(game_id)
-    seat = codec.next_ai(snapshot)
+    seat = next_ai(snapshot)
     if seat is None:
         return None
     return TurnRequest(game_id=game_id, seq=snapshot.state.seq, seat=seat)
@@ -426,7 +394,7 @@ __all__ = [
     "MemoryRead",
     "against_opponent",
     "apply_memory",
-    "belief_of",
+    "belief_point",
     "copy_memory",
     "decide",
     "dispatch",
@@ -437,7 +405,6 @@ __all__ = [
     "pending_ai",
     "play_ai_turn",
     "read_memory",
-    "rebuilt_from_view",
 ]
 
 

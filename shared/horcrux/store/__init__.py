@@ -2,7 +2,7 @@
 adapter (docs/STORE.md). Only `horcrux.store.dynamodb` touches boto3, and only lazily
 (`horcrux.store.stream`, the events stream's reader, takes its clients from it)."""
 
-from horcrux.store.dynamodb import CallRecorder, DynamoDbStore, DynamoSettings
+from horcrux.store.dynamodb import DynamoDbStore
 from horcrux.store.memory import MemoryStore
 from horcrux.store.port import (
     BELIEF_HISTORY_MAX,
@@ -34,10 +34,8 @@ __all__ = [
     "SNAPSHOT_BUDGET_BYTES",
     "AnyEvent",
     "BeliefPoint",
-    "CallRecorder",
     "Conflict",
     "DynamoDbStore",
-    "DynamoSettings",
     "EventPage",
     "GameSnapshot",
     "GameStore",

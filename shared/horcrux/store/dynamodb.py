@@ -1,32 +1,46 @@
-"""The DynamoDB adapter: the only module that touches boto3 (imported lazily, on first use).
+"""The DynamoDB adapter: with its client side (`horcrux.store.dynamodb_client`), the only
+code that touches boto3 (imported lazily, on first use).
 
 Two tables (docs/STORE.md): the events table (pk `GAME#<id>`, sk `seq` number, a stream)
 and the games table (pk/sk strings: the snapshot at `GAME#<id>` / `SNAPSHOT`, with a
 `lobby` index by status). A turn is one GetItem (ConsistentRead) of the snapshot and one
 TransactWriteItems (the event if its seq is new + the snapshot if the version has not
-moved). Every call asks for ReturnConsumedCapacity TOTAL; a `CallRecorder`, if one is
+moved). Every call asks for ReturnConsumedCapacity TOTAL; a `CallSink`, if one is
 given (the benchmarks: opt-in, so a long-lived Lambda container keeps nothing per call),
-records each call's capacity, the estimate from the item sizes and its latency.
+records each call's capacity, the estimate from the item sizes and its latency. The tables
+are created by the stack (infra/storage.py), or locally by the tools
+(`horcrux_tools.local.tables.create_tables`).
 """
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 import random
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from horcrux.decisions import DecisionNote
 from horcrux.models import GameStarted, Seat
+from horcrux.settings import StoreSettings, store_settings
 from horcrux.store import budget, capacity, common, mapping, results
 from horcrux.store.capacity import Item
 from horcrux.store.common import JOIN_ATTEMPTS, checked_sizes, snapshot_key
+from horcrux.store.dynamodb_client import (
+    RETRIED_CODES,
+    CallSink,
+    binary_fixed,
+    call_record,
+    cancellation_reasons,
+    check_budget,
+    error_code,
+    never_sent,
+    new_client,
+    outcome_unknown,
+    unavailable_error,
+)
 from horcrux.store.port import (
     AnyEvent,
     BeliefPoint,
@@ -48,94 +62,13 @@ from horcrux.store.results import RESULTS_MAX, GameSummary, RecentResults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
-    from mypy_boto3_dynamodb.type_defs import KeySchemaElementTypeDef
-
-    from horcrux.settings import StoreSettings
 
 log = logging.getLogger(__name__)
 LOBBY_INDEX = "lobby"
-DEFAULT_CONNECT_TIMEOUT_S = 0.5
-DEFAULT_READ_TIMEOUT_S = 0.8
-DEFAULT_MAX_ATTEMPTS = 3
 RETRY_BACKOFF_S = 0.05
 """The first retry's wait (doubled per retry, jittered)."""
-UNAVAILABLE_CODES = frozenset(
-    {"InternalServerError", "ServiceUnavailable", "InternalFailure", "ServiceUnavailableException"}
-)
-RETRIED_CODES = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
-)
-"""Refusals a call retries (within its attempts and budget), as botocore's `standard` mode
-did; after the retries they are the callers' (the API: 429)."""
 RESULT_ATTEMPTS = 3
 _SNAPSHOT_CONDITION = "#v = :v AND #ttl > :now"
-
-
-@dataclass(frozen=True)
-class DynamoSettings:
-    """Table names and endpoint, from the environment unless given."""
-
-    events_table: str = field(
-        default_factory=lambda: os.environ.get("HORCRUX_EVENTS_TABLE", "horcrux-events")
-    )
-    games_table: str = field(
-        default_factory=lambda: os.environ.get("HORCRUX_GAMES_TABLE", "horcrux-games")
-    )
-    region: str | None = field(
-        default_factory=lambda: os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    )
-    endpoint_url: str | None = field(
-        default_factory=lambda: os.environ.get("HORCRUX_DYNAMODB_ENDPOINT") or None
-    )
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    """Attempts per call: the store's own retries (back-off with jitter on throttling, 5xx,
-    timeouts and connection errors; botocore's are off), each started only while the
-    request's budget (`horcrux.store.budget`) covers its read timeout. A database that is
-    down or frozen costs a call at most about `max_attempts * (connect or read timeout)`
-    plus the back-off, and a request at most its budget, then `StoreUnavailable`."""
-
-    @classmethod
-    def from_settings(cls, store: StoreSettings) -> DynamoSettings:
-        """The adapter's part of a function's settings (read once, at cold start), given
-        explicitly: the settings module knows nothing of the adapters above it."""
-        return cls(
-            events_table=store.events_table,
-            games_table=store.games_table,
-            region=store.region,
-            endpoint_url=store.endpoint_url,
-            connect_timeout_s=store.connect_timeout_s,
-            read_timeout_s=store.read_timeout_s,
-            max_attempts=store.max_attempts,
-        )
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One API call: capacity DynamoDB reported, and the estimate from the item sizes."""
-
-    op: str
-    reported_units: float | None
-    read_units: float
-    write_units: float
-    item_bytes: int
-    seconds: float
-    target: str = ""
-    """For a GetItem, the sort key read (`SNAPSHOT`, `OPP#...#MEMORY`, ...)."""
-
-
-class CallRecorder:
-    """Keeps a `CallRecord` per API call of the stores it is given to: opt-in, for the
-    benchmarks and the tests that read capacity (`DynamoDbStore(recorder=...)`, or set
-    `store.recorder`). Without one a store records nothing."""
-
-    def __init__(self) -> None:
-        self.calls: list[CallRecord] = []
-
-    def record(self, call: CallRecord) -> None:
-        self.calls.append(call)
 
 
 class DynamoDbStore:
@@ -143,13 +76,16 @@ class DynamoDbStore:
 
     def __init__(
         self,
-        settings: DynamoSettings | None = None,
+        settings: StoreSettings | None = None,
         *,
         client: DynamoDBClient | None = None,
         clock: Callable[[], float] = time.time,
-        recorder: CallRecorder | None = None,
+        recorder: CallSink | None = None,
     ) -> None:
-        self.settings = settings or DynamoSettings()
+        """`settings`: the function's store settings (read once, at cold start); None: the
+        process environment's, now (`horcrux.settings.store_settings`: the tools, the
+        tests)."""
+        self.settings = settings or store_settings()
         self._client = client
         self._clock = clock
         self.op_counts: Counter[str] = Counter()
@@ -162,7 +98,7 @@ class DynamoDbStore:
     @classmethod
     def from_settings(cls, store: StoreSettings) -> DynamoDbStore:
         """The store a function builds from its settings (`settings.store`)."""
-        return cls(DynamoSettings.from_settings(store))
+        return cls(store)
 
     # ------------------------------------------------------------ client
     @property
@@ -194,7 +130,7 @@ class DynamoDbStore:
         attempt = 0
         while True:
             attempt += 1
-            _check_budget(op, self.settings.read_timeout_s)
+            check_budget(op, self.settings.read_timeout_s)
             start = time.perf_counter()
             try:
                 response: dict[str, Any] = getattr(self.client, method)(
@@ -204,7 +140,7 @@ class DynamoDbStore:
             except Exception as exc:
                 budget.spend(time.perf_counter() - start)
                 unavailable = unavailable_error(exc, op)
-                retried = _error_code(exc) in RETRIED_CODES or (
+                retried = error_code(exc) in RETRIED_CODES or (
                     unavailable is not None and unavailable.reason != "tables_missing"
                 )
                 wait = RETRY_BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
@@ -224,62 +160,8 @@ class DynamoDbStore:
         elapsed = time.perf_counter() - start
         if self.recorder is not None:
             sort_key = kw.get("Key", {}).get("sk", {}).get("S", "") if op == "GetItem" else ""
-            self.recorder.record(_call_record(op, response, read, written, elapsed, sort_key))
+            self.recorder.record(call_record(op, response, read, written, elapsed, sort_key))
         return response
-
-    # ------------------------------------------------------------ tables (local use)
-    def create_tables(self) -> None:
-        """Create both tables as the CDK stack does (for moto, a moto server or DynamoDB
-        Local). Existing tables are left alone."""
-        s = self.settings
-        existing = set(self.client.list_tables().get("TableNames", []))
-        if s.events_table not in existing:
-            self._create_table(
-                s.events_table,
-                ("pk", "seq"),
-                {"pk": "S", "seq": "N"},
-                StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-            )
-        if s.games_table not in existing:
-            self._create_table(
-                s.games_table,
-                ("pk", "sk"),
-                {"pk": "S", "sk": "S", "lobby": "S", "lobby_sk": "S"},
-                GlobalSecondaryIndexes=[
-                    {
-                        "IndexName": LOBBY_INDEX,
-                        "KeySchema": _key_schema("lobby", "lobby_sk"),
-                        "Projection": {
-                            "ProjectionType": "INCLUDE",
-                            "NonKeyAttributes": ["rules", "open_seats", "created", "ttl", "names"],
-                        },
-                    }
-                ],
-            )
-        for name in (s.events_table, s.games_table):
-            self.client.get_waiter("table_exists").wait(TableName=name)
-            self.client.update_time_to_live(
-                TableName=name,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"},
-            )
-
-    def _create_table(
-        self,
-        name: str,
-        keys: tuple[str, str],
-        attributes: dict[str, ScalarAttributeTypeType],
-        **extra: Any,
-    ) -> None:
-        """Create an on-demand table keyed by `keys` (partition, sort)."""
-        self.client.create_table(
-            TableName=name,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[
-                {"AttributeName": n, "AttributeType": t} for n, t in attributes.items()
-            ],
-            KeySchema=_key_schema(*keys),
-            **extra,
-        )
 
     # ------------------------------------------------------------ helpers
     def _get_item(self, key: Item) -> Item | None:
@@ -292,10 +174,10 @@ class DynamoDbStore:
 
     def _get(self, key: Item) -> Item | None:
         item = self._get_item(key)
-        return _binary_fixed(dict(item)) if item else None
+        return binary_fixed(dict(item)) if item else None
 
     def _live(self, item: Item | None) -> GameSnapshot | None:
-        return common.live_snapshot(_binary_fixed(item) if item else None, self._clock())
+        return common.live_snapshot(binary_fixed(item) if item else None, self._clock())
 
     def _snapshot_put(self, item: Item, expected_version: int) -> dict[str, Any]:
         return {
@@ -329,7 +211,7 @@ class DynamoDbStore:
         try:
             self._call("PutItem", written=written, **put)
         except Exception as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             response: dict[str, Any] = getattr(exc, "response", {})
             return response
@@ -379,11 +261,11 @@ class DynamoDbStore:
         try:
             send()
         except StoreUnavailable as exc:
-            if exc.reason == "tables_missing" or _never_sent(exc):
+            if exc.reason == "tables_missing" or never_sent(exc):
                 raise
             self._lost_answer(snapshot, event.seq, wid, send, cancelled, exc)
         except Exception as exc:
-            reasons = _cancellation_reasons(exc)
+            reasons = cancellation_reasons(exc)
             if reasons is None:
                 raise
             cancelled(reasons)
@@ -410,20 +292,20 @@ class DynamoDbStore:
             send()
             return
         except StoreUnavailable as again:
-            raise _outcome_unknown(game_id, seq, again.message) from again
+            raise outcome_unknown(game_id, seq, again.message) from again
         except Exception as exc:
-            reasons = _cancellation_reasons(exc)
+            reasons = cancellation_reasons(exc)
             if reasons is None:  # TransactionInProgressException: the first send still runs
-                raise _outcome_unknown(game_id, seq, str(exc)[:200]) from exc
+                raise outcome_unknown(game_id, seq, str(exc)[:200]) from exc
         try:
             written = self._event_write_id(game_id, seq)
         except StoreUnavailable as again:
-            raise _outcome_unknown(game_id, seq, again.message) from again
+            raise outcome_unknown(game_id, seq, again.message) from again
         if written == wid:
             log.info("game %s: event %d was written before its answer was lost", game_id, seq)
             return
         if written is None and any(r.get("Code") == "TransactionConflict" for r in reasons):
-            raise _outcome_unknown(game_id, seq, lost.message) from lost
+            raise outcome_unknown(game_id, seq, lost.message) from lost
         cancelled(reasons)
 
     def _event_write_id(self, game_id: str, seq: int) -> str | None:
@@ -609,7 +491,7 @@ class DynamoDbStore:
                     TransactItems=[{"Put": result_put}, {"Put": recent_put}],
                 )
             except Exception as exc:
-                reasons = _cancellation_reasons(exc)
+                reasons = cancellation_reasons(exc)
                 if reasons is None:
                     raise
                 if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
@@ -671,7 +553,7 @@ class DynamoDbStore:
         snap = self.client.get_item(
             TableName=self.settings.games_table, Key=snapshot_key(game_id)
         ).get("Item")
-        items: list[Item] = [_binary_fixed(dict(snap))] if snap else []
+        items: list[Item] = [binary_fixed(dict(snap))] if snap else []
         kwargs: dict[str, Any] = {
             "TableName": self.settings.events_table,
             "KeyConditionExpression": "#pk = :pk",
@@ -686,14 +568,6 @@ class DynamoDbStore:
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
-def _key_schema(hash_key: str, range_key: str) -> list[KeySchemaElementTypeDef]:
-    """A KeySchema of a partition key and a sort key."""
-    return [
-        {"AttributeName": hash_key, "KeyType": "HASH"},
-        {"AttributeName": range_key, "KeyType": "RANGE"},
-    ]
-
-
 def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
     """A Put of `item` into `table` if no item has its key yet."""
     return {
@@ -703,150 +577,3 @@ def _put_new(table: str, item: Item, **extra: Any) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#pk": "pk"},
         **extra,
     }
-
-
-def new_client(service: str, settings: DynamoSettings) -> Any:
-    """A boto3 client of `service` (`dynamodb`, or `dynamodbstreams` for the stream reader,
-    `horcrux.store.stream`) on the settings' endpoint, with our timeouts."""
-    import boto3
-
-    return boto3.client(
-        service,  # type: ignore[call-overload]
-        region_name=settings.region,
-        endpoint_url=settings.endpoint_url,
-        config=client_config(settings),
-    )
-
-
-def client_config(settings: DynamoSettings) -> Any:
-    """The botocore `Config` of every DynamoDB client of ours (the idempotency layer's too):
-    short timeouts and one attempt per call (the store retries itself, within the
-    request's budget; the idempotency layer's put and release are one attempt each)."""
-    from botocore.config import Config
-
-    return Config(
-        connect_timeout=settings.connect_timeout_s,
-        read_timeout=settings.read_timeout_s,
-        retries={"total_max_attempts": 1, "mode": "standard"},
-    )
-
-
-def _check_budget(op: str, attempt_s: float) -> None:
-    """StoreUnavailable(`timeout`) unless the request's budget covers one more attempt."""
-    left = budget.remaining()
-    if left is not None and left < attempt_s:
-        raise budget.BudgetSpent(
-            f"the request's time for the database is spent ({op} not sent; "
-            f"{max(left, 0.0):.2f} s left, an attempt may take {attempt_s:g} s); retry shortly"
-        )
-
-
-def unavailable_error(exc: BaseException, op: str = "call") -> StoreUnavailable | None:
-    """`StoreUnavailable` if `exc` says the database could not answer (the connection
-    failed or timed out, the table is gone, a server-side fault after the retries); None
-    for anything else (a condition that failed, a throttle, a bad request: the callers')."""
-    from botocore import exceptions as bce
-
-    if isinstance(exc, bce.ConnectTimeoutError | bce.ReadTimeoutError):
-        return StoreUnavailable(
-            f"the database did not answer in time ({op}); retry shortly", reason="timeout"
-        )
-    if isinstance(exc, bce.ConnectionError | bce.HTTPClientError):
-        return StoreUnavailable(
-            f"the database cannot be reached ({op}); retry shortly", reason="unreachable"
-        )
-    code = _error_code(exc)
-    if code == "ResourceNotFoundException":
-        return StoreUnavailable(
-            f"a table is missing ({op}): the database lost its data or the stack is not deployed",
-            reason="tables_missing",
-            retry_after_s=5,
-        )
-    if code in UNAVAILABLE_CODES:
-        return StoreUnavailable(
-            f"the database failed on its side ({code}, {op}); retry shortly",
-            reason="server_error",
-        )
-    return None
-
-
-def _never_sent(exc: StoreUnavailable) -> bool:
-    """Whether the call behind `exc` never reached the database: no connection could be
-    made (refused, or no answer to the connect), so no request was sent."""
-    from botocore import exceptions as bce
-
-    return isinstance(exc, budget.BudgetSpent) or isinstance(
-        exc.__cause__, bce.EndpointConnectionError
-    )
-
-
-def _outcome_unknown(game_id: str, seq: int, why: str) -> StoreUnavailable:
-    return StoreUnavailable(
-        f"the database stopped answering after the write of event {seq} of game {game_id} "
-        f"was sent ({why}): it may or may not have been applied. Retry a move with the "
-        "same Idempotency-Key (it answers the move's result if it was applied), or read "
-        "the game before you play again",
-        reason="outcome_unknown",
-    )
-
-
-def _error_code(exc: BaseException) -> str | None:
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return None
-    code = response.get("Error", {}).get("Code")
-    return str(code) if code is not None else None
-
-
-def _cancellation_reasons(exc: BaseException) -> list[dict[str, Any]] | None:
-    """The reasons of a cancelled transaction, or None if `exc` is something else."""
-    if _error_code(exc) != "TransactionCanceledException":
-        return None
-    response: dict[str, Any] = getattr(exc, "response", {})
-    reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
-    return reasons
-
-
-def _binary_fixed(item: Item) -> Item:
-    """Binary values as bytes: an item inside an error response may carry base64 text."""
-
-    def fix(value: Any) -> Any:
-        if not isinstance(value, dict) or len(value) != 1:
-            return value
-        ((kind, v),) = value.items()
-        if kind == "B" and isinstance(v, str):
-            return {"B": base64.b64decode(v)}
-        if kind == "M":
-            return {"M": {k: fix(x) for k, x in v.items()}}
-        if kind == "L":
-            return {"L": [fix(x) for x in v]}
-        return value
-
-    return {k: fix(v) for k, v in item.items()}
-
-
-def _call_record(
-    op: str,
-    response: dict[str, Any],
-    read: int,
-    written: tuple[int, ...],
-    secs: float,
-    target: str,
-) -> CallRecord:
-    """One call's record: the capacity DynamoDB reported and the estimate from the sizes."""
-    consumed = response.get("ConsumedCapacity")
-    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
-    reported = sum(float(e.get("CapacityUnits", 0.0)) for e in entries) if entries else None
-    if op == "GetItem":
-        item = response.get("Item")
-        read = capacity.item_size(item) if item else 0
-    transactional = op == "TransactWriteItems"
-    return CallRecord(
-        op=op,
-        reported_units=reported,
-        read_units=capacity.read_units(read) if op == "GetItem" else 0.0,
-        write_units=sum(capacity.write_units(w, transactional=transactional) for w in written),
-        item_bytes=read + sum(written),
-        seconds=secs,
-        target=target,
-    )

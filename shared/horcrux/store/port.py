@@ -9,7 +9,6 @@ and the new snapshot, conditioned on the event not existing and the version not 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from horcrux.decisions import DecisionNote
 from horcrux.errors import HorcruxError
 from horcrux.models import Event, GameStarted, GameState, HarryMoved, Seat, VoldemortMoved
-from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
+from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S, store_settings
 from horcrux.store.results import RESULTS_MAX, GameSummary, Item, RecentResults
 
 AnyEvent = GameStarted | HarryMoved | VoldemortMoved
@@ -451,11 +450,9 @@ def live_since(now: float) -> int:
 
 
 def ttl_seconds_from_env() -> int:
-    """The games' time to live: `HORCRUX_TTL_DAYS` (default 30 days)."""
-    days = float(os.environ.get("HORCRUX_TTL_DAYS", DEFAULT_TTL_DAYS))
-    if days <= 0:
-        raise ValueError(f"HORCRUX_TTL_DAYS must be positive, got {days}")
-    return int(days * 86400)
+    """The games' time to live when a caller gives none: the store settings'
+    (`HORCRUX_TTL_DAYS`, default 30 days; `horcrux.settings` reads and checks it)."""
+    return store_settings().ttl_seconds
 
 
 def hash_token(token: str) -> str:

@@ -1,7 +1,7 @@
 """The events table's DynamoDB stream read in order from a checkpoint: what the stack's
 event source mappings do for the turn and compaction Lambdas, for a process that runs
 them itself (`horcrux serve`). Its clients (`dynamodb`, `dynamodbstreams`) come from the
-DynamoDB adapter (`dynamodb.new_client`, the only boto3 code) on first use, with the
+DynamoDB adapter (`dynamodb_client.new_client`, boto3 code) on first use, with the
 store's timeouts.
 
 `EventStream.read()` answers the committed changes after the checkpoint (INSERTs of event
@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from horcrux.store.dynamodb import DynamoSettings, new_client, unavailable_error
+from horcrux.settings import StoreSettings, store_settings
+from horcrux.store.dynamodb_client import new_client, unavailable_error
 from horcrux.store.mapping import game_pk
 
 if TYPE_CHECKING:
@@ -47,12 +48,12 @@ class EventStream:
 
     def __init__(
         self,
-        settings: DynamoSettings | None = None,
+        settings: StoreSettings | None = None,
         *,
         client: DynamoDBClient | None = None,
         streams: Any = None,
     ) -> None:
-        self.settings = settings or DynamoSettings()
+        self.settings = settings or store_settings()
         self._client = client
         self._streams = streams
         self.stream_arn: str | None = None

@@ -1,7 +1,7 @@
 """`horcrux season --family N`: does cross-game memory help against drawn opponents?
 
 For every draw d of the split (`evaluation.family.draw_seeds`: `dev` 0..N-1, `holdout`
-100000 onwards, opened only through `evaluation.family.open_split`) one season of `games`
+100000 onwards, drawn only with `evaluation.family.holdout_key`'s key) one season of `games`
 games against `family:d` (`echo.season.run_season`, arms `on`, `off`, `counter`, the same
 seeds in every arm) on seeds `d * 1000`..`d * 1000 + games - 1`; with `named`, also one
 season against each named opponent of `NAMED` on seeds 0..games-1 (the ablation table's
@@ -59,14 +59,21 @@ JSON_NAME = "family-seasons.json"
 IMAGE_NAME = "family-seasons.png"
 DIFFS = (("on_off", "off"), ("on_counter", "counter"))
 
-Job = tuple[str, int | None, int, int, str]
+Job = tuple[str, int | None, int, int, str, bool]
 IDENTIFY_AT = (1, 5, 10, 20, 50)
 """The games after which each season's likeliest policy is kept (the identification)."""
 
 
 def _season(job: Job) -> dict[str, Any]:
-    opponent, draw, games, seed, rules = job
-    season = run_season(opponent, games, seed=seed, rules=rules, arms=BASE_ARMS)
+    opponent, draw, games, seed, rules, holdout = job
+    season = run_season(
+        opponent,
+        games,
+        seed=seed,
+        rules=rules,
+        arms=BASE_ARMS,
+        holdout=holdout and draw is not None,
+    )
     wins = season.wins
     half = games // 2
     out: dict[str, Any] = {
@@ -134,14 +141,16 @@ def run_family_seasons(
     if not 2 <= games <= family.MAX_GAMES:
         raise ValueError(f"games must be 2..{family.MAX_GAMES}, got {games}")
     seeds = family.draw_seeds(split, draws)
-    family.open_split(split)
-    params = family.draw_params(seeds)
-    jobs: list[Job] = [(family.spec_of(d), d, games, family.game_seed(d, 0), rules) for d in seeds]
-    jobs += [(v, None, games, 0, rules) for v in named]
+    holdout = family.holdout_key(split)
+    params = family.draw_params(seeds, holdout=holdout)
+    jobs: list[Job] = [
+        (family.spec_of(d), d, games, family.game_seed(d, 0), rules, holdout) for d in seeds
+    ]
+    jobs += [(v, None, games, 0, rules, False) for v in named]
     start = time.monotonic()
     engine = engine or LocalEngine(workers)
     keys = [f"{job[0]}|{job[3]}" for job in jobs]
-    batch = Batch(_season, list(zip(keys, jobs, strict=True)), family.open_split, (split,))
+    batch = Batch(_season, list(zip(keys, jobs, strict=True)))
     by_key = dict(stream(engine, batch, log=log, progress=progress))
     seasons: list[dict[str, Any]] = [by_key[k] for k in keys]
     for s in seasons:

@@ -8,7 +8,7 @@ Arms (`ARMS`):
   the game is consolidated from its events (`consolidate`: the style's factors and the
   gate's score from the likelihood of Voldemort's moves), as the compaction does;
 * `off`: the planner's defaults;
-* `counter`: the named baseline (`echo.baseline.CounterBaseline`): the three rates
+* `counter`: the named baseline (`horcrux_tools.echo.baseline.CounterBaseline`): the three rates
   counted over every game so far, handed to the planner through the same mapping;
 * layer ablations, full memory with one layer off: `no-style` (the cross-game model
   posterior), `no-beliefs` (the rate beliefs' learned models), `no-decay` (decay off:
@@ -38,7 +38,6 @@ from horcrux.agents.planner import PlannerHarry
 from horcrux.compaction import summarise_game
 from horcrux.echo import opponent as who
 from horcrux.echo import style
-from horcrux.echo.baseline import CounterBaseline
 from horcrux.echo.config import EchoConfig, default_config
 from horcrux.echo.corrections import add_correction
 from horcrux.echo.lifecycle import consolidate
@@ -58,6 +57,7 @@ from horcrux.rules import PRESETS, RuleSet
 from horcrux.store.port import BeliefPoint, SeatInfo
 from horcrux.store.results import GameSummary
 from horcrux.views import harry_view
+from horcrux_tools.echo.baseline import CounterBaseline
 
 AGENT = "planner"
 BASE_ARMS = ("on", "off", "counter")
@@ -88,14 +88,15 @@ class Played:
 
 
 def brains(
-    rules: RuleSet, voldemort: str, plan: MemoryPlan | None
+    rules: RuleSet, voldemort: str, plan: MemoryPlan | None, *, holdout: bool = False
 ) -> tuple[PlannerHarry | ParticleHarry, Any]:
     """One game's brains: the planner with the memory's plan (if any; against who memory
-    says the opponent is when it names him, as the service plays it), and Voldemort. A
-    Voldemort who runs a copy of Harry's brain (`mirror`, `ambush`) gets the plan for his
-    copy too: the memory comes from past games he saw whole, by code he has read."""
+    says the opponent is when it names him, as the service plays it), and Voldemort (a
+    held-out `family:SEED` only with `holdout`, the report's key). A Voldemort who runs a
+    copy of Harry's brain (`mirror`, `ambush`) gets the plan for his copy too: the memory
+    comes from past games he saw whole, by code he has read."""
     harry = PlannerHarry(rules)
-    vold = VOLDEMORT_BRAINS.create(voldemort, rules)
+    vold = VOLDEMORT_BRAINS.create(voldemort, rules, settings={"holdout": True} if holdout else {})
     if plan is None:
         return harry, vold
     if plan.models:
@@ -108,11 +109,17 @@ def brains(
 
 
 def play(
-    rules: RuleSet, seed: int, voldemort: str, plan: MemoryPlan | None, game_id: str
+    rules: RuleSet,
+    seed: int,
+    voldemort: str,
+    plan: MemoryPlan | None,
+    game_id: str,
+    *,
+    holdout: bool = False,
 ) -> Played:
     """One game of the planner (with the memory's plan, if any): the one game loop
     (`horcrux.play.play`) with a hook recording Harry's belief at each decision."""
-    harry, vold = brains(rules, voldemort, plan)
+    harry, vold = brains(rules, voldemort, plan, holdout=holdout)
     game = loop.new_game(rules, seed)
     history: list[BeliefPoint] = []
 
@@ -315,12 +322,14 @@ def run_season(
     correction: tuple[Subject, float] | None = None,
     switch_every: int | None = None,
     mix: Sequence[str] = (),
+    holdout: bool = False,
 ) -> Season:
     """A season of `games` games against `voldemort` (from `switch_at` on, `switch_to`;
     with `switch_every`, the two alternate every that many games; with `mix`, each game's
     opponent is drawn from `mix` by the season's own stream), every arm on the same
-    seeds. The memory scope is the first opponent's name: every opponent plays into it,
-    as the same person would."""
+    seeds, each with its own memory. The memory scope is the first opponent's name: every
+    opponent plays into it, as the same person would. `holdout`: the family's held-out
+    key, given by the report for a held-out draw (`evaluation.family.holdout_key`)."""
     cfg = config or default_config()
     if mix and (switch_to is not None or switch_every is not None):
         raise ValueError("a season mixes opponents or switches between two, not both")
@@ -349,7 +358,7 @@ def run_season(
             if name == "on":
                 season.planned.append(plan is not None)
                 season.against.append(plan is not None and plan.opponent is not None)
-            played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}")
+            played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}", holdout=holdout)
             season.wins[name].append(int(played.summary.winner == "harry"))
             arm.learn(played)
         main = state.get("on")

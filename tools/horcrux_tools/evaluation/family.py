@@ -6,9 +6,11 @@ win rates as a distribution (worst case first):
 
 * Splits (`draw_seeds`): `dev` is draws 0..N-1, the one to develop against; `holdout` is
   draws `HOLDOUT_START`..`HOLDOUT_START + N - 1` (100000 onwards), which the family module
-  refuses to draw (`HeldOutDraw`) until the holdout is opened (`open_holdout`).
-  `open_split` is the one place in the tools that calls it, for the holdout split only,
-  in the parent and (as the batch's initializer) in every worker; the dev split never opens it.
+  refuses to draw (`HeldOutDraw`) unless its caller passes the key (`holdout=True`; the
+  brain `family:SEED`: `settings={"holdout": True}`). `holdout_key` is the one place in the
+  tools that turns a split into that key: true for the holdout split only, passed with
+  every draw and every game's Voldemort (in the task, so in every worker); the dev split
+  never passes it.
 * Game seeds (`game_seed`): game g against draw d is played on seed `d * 1000 + g`, for
   every Harry (paired by seed); at most `MAX_GAMES` games a draw, so that no two draws
   share a seed.
@@ -74,20 +76,24 @@ def spec_of(draw: int) -> str:
     return f"family:{draw}"
 
 
-def open_split(split: str) -> None:
-    """Open the holdout for the holdout split (the only call in the tools); the dev split
-    leaves it closed. Also the batch's initializer, in every worker."""
+def holdout_key(split: str) -> bool:
+    """The family's held-out key for `split`: True for the holdout split only (the one place
+    in the tools that gives it); the dev split draws without it."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
-    if split == "holdout":
-        fam.open_holdout()
+    return split == "holdout"
 
 
-def draw_params(draws: Sequence[int]) -> dict[int, dict[str, Any]]:
+def voldemort_settings(holdout: bool) -> dict[str, Any]:
+    """The settings of a game's `family:SEED` Voldemort: the held-out key, if given."""
+    return {"holdout": True} if holdout else {}
+
+
+def draw_params(draws: Sequence[int], *, holdout: bool = False) -> dict[int, dict[str, Any]]:
     """Each draw's parameters, its description and whether its observer is `copy`."""
     out: dict[int, dict[str, Any]] = {}
     for d in draws:
-        params = fam.draw(d)
+        params = fam.draw(d, holdout=holdout)
         out[d] = {
             "params": params.as_dict(),
             "describe": params.describe(),
@@ -177,15 +183,16 @@ def compare(
 
 # -- the run ---------------------------------------------------------------------------
 
-Job = tuple[str, str, int, int]
+Job = tuple[str, str, int, int, bool]
 
 
 def _play(job: Job) -> tuple[str, int, int, int]:
-    rules_name, harry, draw, g = job
+    rules_name, harry, draw, g, holdout = job
     rules = preset(rules_name)
     game = play.new_game(rules, game_seed(draw, g))
     brain = make_harry(harry, rules, truth=game.truth)
-    vold = VOLDEMORT_BRAINS.create(spec_of(draw), rules, truth=game.truth)
+    settings = voldemort_settings(holdout)
+    vold = VOLDEMORT_BRAINS.create(spec_of(draw), rules, truth=game.truth, settings=settings)
     play.play(game, brain, vold)
     return harry, draw, g, int(game.state.winner == "harry")
 
@@ -227,14 +234,17 @@ def run_family(
     harrys = tuple(harry_specs)
     check_specs(harrys)
     seeds = draw_seeds(split, draws)
-    open_split(split)
-    params = draw_params(seeds)
+    holdout = holdout_key(split)
+    params = draw_params(seeds, holdout=holdout)
     preset(rules)
     engine = engine or LocalEngine(workers)
     tasks = [
-        (task_key(h, d, g), (rules, h, d, g)) for d in seeds for h in harrys for g in range(games)
+        (task_key(h, d, g), (rules, h, d, g, holdout))
+        for d in seeds
+        for h in harrys
+        for g in range(games)
     ]
-    job = Batch(_play, tasks, initializer=open_split, initargs=(split,))
+    job = Batch(_play, tasks)
     wins = {h: {d: [0] * games for d in seeds} for h in harrys}
     start = time.monotonic()
     for _, (h, d, g, won) in stream(engine, job, log=log, progress=progress, on_result=on_result):
@@ -292,11 +302,12 @@ __all__ = [
     "draw_params",
     "draw_seeds",
     "game_seed",
+    "holdout_key",
     "nearest_rank",
-    "open_split",
     "run_family",
     "spec_of",
     "summarise",
     "task_key",
+    "voldemort_settings",
     "wins_of",
 ]

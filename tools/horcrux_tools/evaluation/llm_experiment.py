@@ -37,7 +37,8 @@ from typing import Any
 from horcrux import engine, play, rng
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.candidates import move_label, planner_candidates
-from horcrux.agents.llm import LLMConfig, LLMHarry
+from horcrux.agents.llm import LLMHarry
+from horcrux.agents.llm_config import LLMConfig
 from horcrux.agents.planner import PlannerHarry
 from horcrux.decisions import DecisionRecord, Tier
 from horcrux.rules import preset

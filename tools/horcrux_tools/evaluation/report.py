@@ -38,7 +38,7 @@ REPORT_KEYS = ("meta", "results", "reference_check", "contexts_by_turn", "entrop
 
 
 def _price() -> tuple[str, float, float]:
-    from horcrux.agents.llm import LLMConfig
+    from horcrux.agents.llm_config import LLMConfig
 
     config = LLMConfig()
     price = config.price()

@@ -149,7 +149,7 @@ def _offline() -> Iterator[None]:
 
 def system_tokens(rules_name: str) -> int:
     """Estimated tokens of Harry's system prompt (added to every LLM call's context)."""
-    from horcrux.agents.llm import harry_system_prompt
+    from horcrux.agents.llm_prompts import harry_system_prompt
 
     return estimate_tokens(harry_system_prompt(preset(rules_name)))
 

@@ -4,8 +4,8 @@ The local stream (`stream.StreamTail`) queues a game for every committed event t
 for an AI turn (`next_ai`) or ends the game (`winner`), as the stack's event source
 mappings hand those records to the turn and compaction Lambdas. A worker takes it, builds
 the stream record the event's INSERT would carry (`pk`, `seq`, `next_ai`: what
-`codec.next_ai` marks) and runs it through `process_partial_response` with the record
-handler the turn Lambdas run (`horcrux.api.turns.turn_record_handler` ->
+`mapping.next_ai` marks) and runs it through `process_partial_response` with the record
+handler the turn Lambdas run (`horcrux.api.stream_handler.turn_record_handler` ->
 `GameService.play_ai_turn`).
 
 * One turn per queue visit, then the game goes to the back of the queue: games share the
@@ -162,7 +162,7 @@ class _Worker:
     ) -> None:
         from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 
-        from horcrux.api.turns import filter_pattern, turn_record_handler
+        from horcrux.api.stream_handler import filter_pattern, turn_record_handler
 
         self.service = service
         self.timeout_s = timeout_s

@@ -178,9 +178,10 @@ def create_tables() -> list[str]:
     """The games and events tables (`DynamoDbStore.create_tables`) and the idempotency
     table (partition key `id`, TTL `expiration`), each only if missing."""
     from horcrux.store import DynamoDbStore
+    from horcrux_tools.local.tables import create_tables as create_store_tables
 
     store = DynamoDbStore()
-    store.create_tables()
+    create_store_tables(store)
     client = store.client
     table = os.environ.get("HORCRUX_IDEMPOTENCY_TABLE", DEFAULT_IDEMPOTENCY_TABLE)
     if table not in client.list_tables().get("TableNames", []):
@@ -273,14 +274,16 @@ class DynamoWatch:
 
     def _describe(self) -> Any:
         if self._client is None:  # the store's client: short timeouts, one attempt
+            from horcrux.settings import store_settings
             from horcrux.store import DynamoDbStore
-            from horcrux.store.dynamodb import DynamoSettings
 
-            settings = DynamoSettings(
-                endpoint_url=self.endpoint,
-                connect_timeout_s=self.timeout_s,
-                read_timeout_s=self.timeout_s,
-                max_attempts=1,
+            settings = store_settings().model_copy(
+                update={
+                    "endpoint_url": self.endpoint,
+                    "connect_timeout_s": self.timeout_s,
+                    "read_timeout_s": self.timeout_s,
+                    "max_attempts": 1,
+                }
             )
             self._client = DynamoDbStore(settings).client
         return self._client.describe_table

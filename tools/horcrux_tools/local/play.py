@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from horcrux.rules import display_name
-from horcrux.web.words import (
+from horcrux_tools.local.client import ApiError, ApiUnavailable, HorcruxClient
+from horcrux_tools.local.player import player_file, player_key
+from horcrux_tools.web.words import (
     brain_sentence,
     fill,
     left_sentence,
@@ -32,8 +34,6 @@ from horcrux.web.words import (
     why_wasted,
     words,
 )
-from horcrux_tools.local.client import ApiError, ApiUnavailable, HorcruxClient
-from horcrux_tools.local.player import player_file, player_key
 
 Payload = dict[str, Any]
 
@@ -57,7 +57,7 @@ _SHORT = {
 
 
 def _rule_values(rules: Payload) -> dict[str, object]:
-    """The numbers the shared phrases (horcrux.web.words) take from a game's rules."""
+    """The numbers the shared phrases (horcrux_tools.web.words) take from a game's rules."""
     sensor = rules.get("sensor") or {}
     return {
         "d": pct(sensor.get("d", 0.8)),

@@ -24,7 +24,6 @@ AI turns in a worker pool.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import signal
 import sys
@@ -403,7 +402,7 @@ def start_stack(
     try:
         from horcrux.secrets import AnthropicKey
         from horcrux.settings import turn_settings
-        from horcrux.store import DynamoDbStore, DynamoSettings
+        from horcrux.store import DynamoDbStore
         from horcrux.store.stream import EventStream
 
         settings = turn_settings("harry")  # read once, after the local DynamoDB is set up
@@ -425,9 +424,7 @@ def start_stack(
         )
         stream = EventStream(  # the streams client needs the endpoint named (boto3 reads
             # AWS_ENDPOINT_URL_DYNAMODB for DynamoDB only)
-            dataclasses.replace(
-                DynamoSettings.from_settings(settings.store), endpoint_url=dynamo.endpoint
-            )
+            settings.store.model_copy(update={"endpoint_url": dynamo.endpoint})
         )
         tail = stream_tail = StreamTail(stream, ai.enqueue).start()
         guard = options.guard()

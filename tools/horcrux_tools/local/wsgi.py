@@ -36,7 +36,6 @@ from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 from horcrux.api.errors import error_json, status_for
-from horcrux.web import static_response
 from horcrux_tools.local.ai_turns import AiTurns, FakeLambdaContext
 from horcrux_tools.local.guard import (
     CostBudget,
@@ -45,6 +44,7 @@ from horcrux_tools.local.guard import (
     is_lobby,
     route_cost,
 )
+from horcrux_tools.web import static_response
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[..., Any]
@@ -488,7 +488,7 @@ class ApiGatewayWsgi:
             if status == 503:
                 headers["Retry-After"] = str(RETRY_AFTER_S)
             return status, headers, json.dumps(payload).encode()
-        page = static_response(method, path)  # the browser client at / (horcrux.web)
+        page = static_response(method, path)  # the browser client at / (horcrux_tools.web)
         if page is not None:
             return page
         client = str(environ.get("REMOTE_ADDR") or "unknown")

@@ -1,4 +1,4 @@
-"""The players' words (`words.json`, beside the page that reads it): the levels of the AI
+"""The players' words (`web/words.json`, beside the page that reads it): the levels of the AI
 opponents with their measured strength, one sentence per AI brain, each seat's first-game
 guide and help, and what a wasted attack can mean to Harry, to Voldemort and to a
 spectator. The browser page and the terminal client (`horcrux play`) say the same thing in
@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from horcrux.web.static import PACKAGE_DIR
+from horcrux_tools.web.static import SITE_DIR
 
-WORDS_FILE = PACKAGE_DIR / "words.json"
+WORDS_FILE = SITE_DIR / "words.json"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 

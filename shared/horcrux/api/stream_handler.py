@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from horcrux.models import Seat
 from horcrux.service import GameService, TurnOutcome, TurnRequest
-from horcrux.store import codec
+from horcrux.store.mapping import game_id_of
 from horcrux.store.port import SEATS
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def turn_request(image: Mapping[str, Any]) -> TurnRequest | None:
     number = Decimal(str(seq))
     if number != number.to_integral_value():
         raise ValueError(f"not an event seq: {seq!r}")
-    return TurnRequest(game_id=codec.game_id_of(pk), seq=int(number), seat=seat)
+    return TurnRequest(game_id=game_id_of(pk), seq=int(number), seat=seat)
 
 
 def filter_pattern(seat: Seat) -> dict[str, Any]:
