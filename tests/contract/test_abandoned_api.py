@@ -24,9 +24,9 @@ from horcrux.api.idempotency_memory import MemoryPersistenceLayer
 from horcrux.service import GameService
 from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
 from horcrux.store import DynamoDbStore, MemoryStore, mapping
-from horcrux.web.words import left_sentence
 from horcrux_tools.local.client import HorcruxClient
 from horcrux_tools.local.play import Session
+from horcrux_tools.web.words import left_sentence
 
 TWO_PEOPLE = {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}
 SEARCH = {"type": "search", "location": "hogwarts"}

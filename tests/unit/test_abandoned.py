@@ -16,8 +16,8 @@ from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
 from horcrux.store import GameSnapshot, SeatInfo, mapping, new_snapshot
 from horcrux.store.common import LobbyRange, lobby_range
 from horcrux.store.port import joined, live_since
-from horcrux.web.static import PACKAGE_DIR
-from horcrux.web.words import left_sentence, words
+from horcrux_tools.web.static import SITE_DIR
+from horcrux_tools.web.words import left_sentence, words
 
 T0 = 1_700_000_000
 PEOPLE = {
@@ -171,7 +171,7 @@ def test_the_page_and_the_terminal_say_the_same_idle_time_as_the_server() -> Non
         assert "30 minutes" in said and "{" not in said
     assert "Ginny moves" in left_sentence("waiting", "Ginny")
     assert "make your move" in left_sentence("player")
-    page = (PACKAGE_DIR / "app.js").read_text(encoding="utf-8")
-    assert "WORDS.left" in page and 'g.status === "abandoned"' in page
-    raw = json.loads((PACKAGE_DIR / "words.json").read_text(encoding="utf-8"))
+    page = "".join(p.read_text(encoding="utf-8") for p in sorted(SITE_DIR.glob("*.js")))
+    assert "state.words.left" in page and 'g.status === "abandoned"' in page
+    raw = json.loads((SITE_DIR / "words.json").read_text(encoding="utf-8"))
     assert "abandoned" not in json.dumps(raw["left"])  # the players' word is "left"

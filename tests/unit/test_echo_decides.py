@@ -172,7 +172,7 @@ def constructed_view() -> HarryView:
 def decided(memory: EchoMemory | None, layers: Layers = ALL_LAYERS) -> PlannerHarry:
     harry = PlannerHarry(CLASSIC)
     plan = memory_plan(memory, layers)
-    if plan is not None:
+    if plan is not None and plan.models:
         harry.adopt_memory(plan.models, plan.params)
     harry.sync(constructed_view())
     return harry
@@ -206,11 +206,14 @@ def test_a_correction_changes_the_planners_decision(subject: str, rate: float) -
     assert decide(None, None) == "search" and attack_chance(None) == 0.0
     corrected = add_correction(fresh(), wrong="", right="", subject=subject, rate=rate)
     assert attack_chance(corrected, replace(ALL_LAYERS, gate=False)) > 0.4
-    # a correction is a claim about the opponent: it passes the memory gate like the
-    # evidence, so with no game scored yet (S = 0) the planner plays its defaults, and
-    # once the memory's plans have out-predicted the default prior (S well above the
-    # margin) the correction reaches him
-    assert memory_plan(corrected) is None and attack_chance(corrected) == 0.0
+    # a correction is a claim about the opponent: for the style's models it passes the
+    # memory gate like the evidence, so with no game scored yet (S = 0) the planner's
+    # models are its defaults, and once the memory's plans have out-predicted the default
+    # prior (S well above the margin) the correction reaches them; who memory says the
+    # opponent is takes it at once (`echo.opponent`: the next game plays against it)
+    assert models_plan(corrected) is None and attack_chance(corrected) == 0.0
+    told = memory_plan(corrected)
+    assert told is not None and told.models == () and told.opponent is not None
     scored = Style(
         id="style", subject="style", text="", created=0.0, last_access=0.0, life=50.0, gate=20.0
     )
@@ -286,7 +289,10 @@ def test_the_corrected_arm_starts_from_the_operators_correction() -> None:
     arm = Arm(CORRECTED, "late", default_config(), ("immediate", 0.0))
     belief = arm.memory.active_beliefs()["immediate"]
     assert belief.source == "correction" and belief.corrected_rate == 0.0
-    assert arm.plan() is None  # held back by the gate until games confirm it
+    first = arm.plan()  # the style's models held back by the gate until games confirm
+    assert first is not None and first.models == ()  # them; who he is steers at once
+    assert first.opponent is not None
+    assert all(p.trigger != "positive" or p.delay > 0 for p in first.opponent.policies[:3])
     plan = full_plan(arm.memory)
     assert plan is not None
     learned = {m.name: m for m in plan.models}["learned-trigger"]

@@ -23,10 +23,6 @@ Site = tuple[str, str, str]
 """(file under shared/horcrux, enclosing function's qualified name, the call's name)."""
 
 ALLOWED: dict[Site, str] = {
-    ("agents/llm.py", "render_voldemort_view", "sorted"): (
-        "part A moves it onto ties (issue 42 part A splits llm.py; the lead removes this "
-        "entry at merge)"
-    ),
     ("agents/candidates.py", "candidate_moves", "sorted"): (
         "the key is `_order`: a move's kind and board indices (ints), the offer's fixed order"
     ),
