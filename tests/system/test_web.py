@@ -1260,7 +1260,8 @@ def _age(served: Served, game_id: str, idle_s: int) -> None:
     wall's; the test never sleeps for 35 minutes)."""
     import boto3
 
-    from horcrux.store import DynamoDbStore, DynamoSettings
+    from horcrux.settings import StoreSettings
+    from horcrux.store import DynamoDbStore
 
     endpoint = served.server.dynamodb
     client = boto3.client(
@@ -1270,7 +1271,7 @@ def _age(served: Served, game_id: str, idle_s: int) -> None:
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
-    settings = DynamoSettings(
+    settings = StoreSettings(
         events_table="horcrux-events",
         games_table="horcrux-games",
         endpoint_url=endpoint,
