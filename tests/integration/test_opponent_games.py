@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from moto import mock_aws
+from api_fixtures import moto_tables
 
 from horcrux import compaction
 from horcrux import play as loop
@@ -39,7 +39,7 @@ from horcrux.models import HarryMoved, VoldemortMoved
 from horcrux.rules import CLASSIC
 from horcrux.service import ECHO_KEY, GameService
 from horcrux.service.ai import make_brain
-from horcrux.store import DynamoDbStore, MemoryStore
+from horcrux.store import MemoryStore
 from horcrux.store.port import AnyEvent, SeatInfo
 from horcrux_tools.selfplay import play_to_end, start_game
 
@@ -162,19 +162,20 @@ FAMILY_SEATS: dict[Any, SeatInfo] = {
 
 @pytest.fixture(params=["memory", "dynamodb"])
 def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "eu-west-1",
-    }.items():
-        monkeypatch.setenv(k, v)
+    """The in-memory store, or DynamoDB on moto (its tables)."""
     if request.param == "memory":
         yield MemoryStore()
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore()
-        dynamo.create_tables()
-        yield dynamo
+    else:
+        yield from moto_tables(monkeypatch)
+
+
+def finished(store: Any, prefix: str, seeds: range, seats: dict[Any, SeatInfo]) -> None:
+    """Games of these seeds played to their end by the seats' brains and compacted (the
+    end of each writes the scope's memory)."""
+    for i, seed in enumerate(seeds):
+        start_game(store, f"{prefix}{i}", CLASSIC, seed, dict(seats))
+        play_to_end(store, f"{prefix}{i}")
+        compaction.compact(store, f"{prefix}{i}")
 
 
 def test_the_end_of_a_game_names_the_opponent_and_the_next_game_plays_him(store: Any) -> None:
@@ -182,10 +183,7 @@ def test_the_end_of_a_game_names_the_opponent_and_the_next_game_plays_him(store:
     turn pins him, its Harry plays against him, and the operator's view says so."""
     scope = compaction.scope_of(FAMILY_SEATS)
     assert scope is not None
-    for i in range(3):
-        start_game(store, f"f{i}", CLASSIC, 37000 + i, dict(FAMILY_SEATS))
-        play_to_end(store, f"f{i}")
-        compaction.compact(store, f"f{i}")
+    finished(store, "f", range(37000, 37003), FAMILY_SEATS)
     memory = persist.load(store, *scope)[0]
     assert memory is not None
     item = memory.opponent_fit()
@@ -212,10 +210,7 @@ def test_a_voldemort_outside_the_family_leaves_the_default_playing(store: Any) -
     }
     scope = compaction.scope_of(seats)
     assert scope is not None
-    for i in range(3):
-        start_game(store, f"r{i}", CLASSIC, i, dict(seats))
-        play_to_end(store, f"r{i}")
-        compaction.compact(store, f"r{i}")
+    finished(store, "r", range(3), seats)
     memory = persist.load(store, *scope)[0]
     assert memory is not None and memory.opponent_fit() is not None
     start_game(store, "r3", CLASSIC, 3, dict(seats))
@@ -257,9 +252,7 @@ def test_a_wrong_correction_is_flagged_and_stops_steering_after_three_games() ->
     (correction,) = [i for i in wrong.items if isinstance(i, Correction)]
     flagged_at = None
     for i in range(4):
-        start_game(store, f"w{i}", CLASSIC, 37000 + i, dict(FAMILY_SEATS))
-        play_to_end(store, f"w{i}")
-        compaction.compact(store, f"w{i}")
+        finished(store, f"w{i}-", range(37000 + i, 37001 + i), FAMILY_SEATS)
         memory = persist.load(store, *scope)[0]
         assert memory is not None
         item = memory.opponent_fit()
@@ -283,10 +276,7 @@ def test_a_warm_process_plays_the_same_game_as_fresh_brains(
     from horcrux.service import ai
 
     store = MemoryStore()
-    for i in range(2):
-        start_game(store, f"k{i}", CLASSIC, 37000 + i, dict(FAMILY_SEATS))
-        play_to_end(store, f"k{i}")
-        compaction.compact(store, f"k{i}")
+    finished(store, "k", range(37000, 37002), FAMILY_SEATS)
     moves = {}
     for game_id, warm in (("warm", ai.WARM_GAMES), ("fresh", 0)):
         monkeypatch.setattr(ai, "WARM_GAMES", warm)

@@ -217,7 +217,14 @@ def generate(rng: random.Random, seed: int = -1) -> FamilyParams:
         decoys=_pick(rng, DECOYS),
         timing=_pick(rng, TIMINGS),
     )
-    if member == "reference":
+    return as_generated(params)
+
+
+def as_generated(params: FamilyParams) -> FamilyParams:
+    """A named member's behaviour fields set to its equivalent in the family (reference:
+    positive at once, uniform destination, evidence-top decoys at any turn; passive:
+    never, never); a generated member as it is."""
+    if params.member == "reference":
         return replace(
             params,
             trigger="positive",
@@ -226,7 +233,7 @@ def generate(rng: random.Random, seed: int = -1) -> FamilyParams:
             decoys="evidence-top",
             timing="early",
         )
-    if member == "passive":
+    if params.member == "passive":
         return replace(params, trigger="never", decoys="never")
     return params
 
@@ -256,6 +263,31 @@ class LookTimes:
                     self.last[obs.location] = record.turn
                 self.turn = record.turn
         return self.last
+
+
+def positive_due(
+    pending: dict[str, int], view: VoldemortView, delay: int
+) -> tuple[dict[str, int], str | None]:
+    """The `positive` trigger on a turn: each positive search of Harry's last turn at a
+    real Horcrux not yet pending is due `delay` turns later; what left is dropped; the
+    first due location (in name order) moves now. Returns the pending moves after the
+    turn and the Horcrux that moves (None: none)."""
+    last = view.last_harry
+    if last is not None and last.turn == view.turn:
+        for obs in last.observations:
+            if (
+                obs.kind == "search"
+                and obs.outcome == "positive"
+                and obs.location in view.horcrux_locations
+                and obs.location not in pending
+            ):
+                pending[obs.location] = view.turn + delay
+    kept = {loc: due for loc, due in pending.items() if loc in view.horcrux_locations}
+    due = sorted(loc for loc, turn in kept.items() if turn <= view.turn)
+    if due:
+        del kept[due[0]]
+        return kept, due[0]
+    return kept, None
 
 
 class FamilyReaction:
@@ -305,24 +337,8 @@ class FamilyReaction:
         """The real Horcrux the trigger moves this turn, if any."""
         p = self.params
         if p.trigger == "positive":
-            last = view.last_harry
-            if last is not None and last.turn == view.turn:
-                for obs in last.observations:
-                    if (
-                        obs.kind == "search"
-                        and obs.outcome == "positive"
-                        and obs.location in view.horcrux_locations
-                        and obs.location not in self.pending
-                    ):
-                        self.pending[obs.location] = view.turn + p.delay
-            self.pending = {
-                loc: due for loc, due in self.pending.items() if loc in view.horcrux_locations
-            }
-            due = sorted(loc for loc, turn in self.pending.items() if turn <= view.turn)
-            if due:
-                del self.pending[due[0]]
-                return due[0]
-            return None
+            self.pending, source = positive_due(self.pending, view, p.delay)
+            return source
         if p.trigger == "predicted":
             return predicted if predicted in view.horcrux_locations else None
         if p.trigger in ("threshold", "hazard"):
@@ -445,8 +461,10 @@ __all__ = [
     "GeneratedVoldemort",
     "HeldOutDraw",
     "LookTimes",
+    "as_generated",
     "draw",
     "family_seed",
     "generate",
     "is_copy",
+    "positive_due",
 ]

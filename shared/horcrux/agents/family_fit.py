@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from horcrux.agents.family import (
     DECOYS,
@@ -47,7 +47,9 @@ from horcrux.agents.family import (
     WINDOW,
     FamilyParams,
     LookTimes,
+    as_generated,
     decoy_allowed,
+    positive_due,
 )
 from horcrux.agents.family_observers import make_observer
 from horcrux.agents.voldemort import EvidenceFold, reference_decoy, top_evidence_free
@@ -169,31 +171,19 @@ def params_of(trigger: int, observer: int, destination: int, decoys: int) -> Fam
 
 def cell_of(params: FamilyParams) -> tuple[int, int, int, int]:
     """The grid cell of a drawn policy (a named member: its family equivalent)."""
-    if params.member == "reference":
-        params = replace(
-            params,
-            trigger="positive",
-            delay=0,
-            destination="uniform",
-            decoys="evidence-top",
-            timing="early",
-        )
-    elif params.member == "passive":
-        params = replace(params, trigger="never", decoys="never")
-    if params.trigger == "positive":
-        t = TriggerCell("positive", delay=params.delay)
-    elif params.trigger == "threshold":
-        t = TriggerCell("threshold", threshold=params.threshold)
-    elif params.trigger == "hazard":
-        t = TriggerCell("hazard", gain=params.gain)
-    else:
-        t = TriggerCell(params.trigger)
-    if params.observer == "tally":
-        o = ObserverCell("tally", window=params.window)
-    elif params.observer == "bayes-moving":
-        o = ObserverCell("bayes-moving", motion=params.motion)
-    else:
-        o = ObserverCell(params.observer)
+    params = as_generated(params)
+    kind = params.trigger
+    t = TriggerCell(
+        kind,
+        delay=params.delay if kind == "positive" else 0,
+        threshold=params.threshold if kind == "threshold" else 0.0,
+        gain=params.gain if kind == "hazard" else 0.0,
+    )
+    o = ObserverCell(
+        params.observer,
+        window=params.window if params.observer == "tally" else 0,
+        motion=params.motion if params.observer == "bayes-moving" else "",
+    )
     c = DecoyCell("never") if params.decoys == "never" else DecoyCell(params.decoys, params.timing)
     return (
         TRIGGER_CELLS.index(t),
@@ -233,24 +223,8 @@ class _Positive:
         self.pending: dict[str, int] = {}
 
     def source(self, view: VoldemortView) -> str | None:
-        last = view.last_harry
-        if last is not None and last.turn == view.turn:
-            for obs in last.observations:
-                if (
-                    obs.kind == "search"
-                    and obs.outcome == "positive"
-                    and obs.location in view.horcrux_locations
-                    and obs.location not in self.pending
-                ):
-                    self.pending[obs.location] = view.turn + self.delay
-        self.pending = {
-            loc: due for loc, due in self.pending.items() if loc in view.horcrux_locations
-        }
-        due = sorted(loc for loc, turn in self.pending.items() if turn <= view.turn)
-        if due:
-            del self.pending[due[0]]
-            return due[0]
-        return None
+        self.pending, moved = positive_due(self.pending, view, self.delay)
+        return moved
 
 
 def fit_game(rules: RuleSet, events: Sequence[AnyEvent]) -> GameFit:
