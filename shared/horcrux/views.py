@@ -8,6 +8,7 @@ The full record is released only as a `Replay`, once the game is over.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -204,4 +205,31 @@ def _step(
         decoys=state.decoys,
         destroyed=state.destroyed,
         attacks_left=state.attacks_left,
+    )
+
+
+def public_view(view: HarryView, history: Sequence[HarryRecord]) -> VoldemortView:
+    """Voldemort's view right after Harry's turn `history[-1]`, without the truth: the
+    public counters of that moment (recounted from the record), the allies as Harry sees
+    them now (the same rest count both seats see between two of Harry's turns)."""
+    record = history[-1]
+    attacks = sum(1 for r in history for o in r.observations if o.kind == "attack")
+    destroyed = sum(1 for r in history for o in r.observations if o.outcome == "destroyed")
+    rules = view.rules
+    return VoldemortView.model_construct(
+        seat="voldemort",
+        rules=rules,
+        turn=record.turn,
+        phase="voldemort",
+        attacks_left=rules.attacks - attacks,
+        horcruxes_destroyed=destroyed,
+        horcruxes_left=rules.horcruxes - destroyed,
+        allies=view.allies,
+        history=tuple(history),
+        winner=None,
+        end_reason=None,
+        horcrux_locations=(),
+        decoy_locations=(),
+        relocations_left=0,
+        decoys_left=0,
     )

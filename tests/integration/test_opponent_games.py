@@ -30,6 +30,7 @@ from horcrux.agents.particle_harry import ParticleHarry
 from horcrux.agents.planner import PlannerHarry
 from horcrux.belief.bayes import DEFAULT_MODE, MODES
 from horcrux.echo import opponent as who
+from horcrux.echo import opponent_words as words
 from horcrux.echo import ops, persist, predictive
 from horcrux.echo.corrections import add_correction
 from horcrux.echo.model import Correction, EchoMemory, Opponent
@@ -99,7 +100,7 @@ def test_a_policy_the_moves_contradict_pays_the_floor_per_contradiction() -> Non
 def test_memory_names_a_drawn_opponent_after_a_few_games_and_plays_him() -> None:
     item = season("family:37", range(37000, 37003))
     assert who.p_none(item) < 0.01
-    best, weight = who.classes(item, 1)[0]
+    best, weight = words.classes(item, 1)[0]
     assert (best.trigger, best.observer, best.motion) == ("threshold", "bayes-moving", "trigger")
     assert abs(best.threshold - 0.5) <= 0.02 and weight > 0.9
     prior = who.plan_prior(item)
@@ -108,7 +109,7 @@ def test_memory_names_a_drawn_opponent_after_a_few_games_and_plays_him() -> None
     memory = EchoMemory(agent="planner", opponent="family", items=(item,), games=3)
     plan = memory_plan(memory)
     assert plan is not None and plan.opponent == prior
-    found = who.summary(item)
+    found = words.summary(item)
     assert found["plays"] is True
     assert str(found["sentence"]).startswith(
         "Voldemort relocates a Horcrux once a map of Harry's evidence"
@@ -124,15 +125,15 @@ def test_none_of_these_wins_against_an_opponent_outside_the_family() -> None:
     assert who.plan_prior(item) is None
     memory = EchoMemory(agent="planner", opponent="random", items=(item,), games=3)
     assert memory_plan(memory) is None  # exactly the default
-    found = who.summary(item)
+    found = words.summary(item)
     assert found["plays"] is False and str(found["why"]).startswith("held back")
-    assert who.line(item) is None
+    assert words.line(item) is None
 
 
 def test_a_changed_opponent_is_followed() -> None:
     first = season("family:37", range(37000, 37003))
     after = season("family:9", range(9000, 9004), first)  # within 4 games
-    best, _ = who.classes(after, 1)[0]
+    best, _ = words.classes(after, 1)[0]
     assert (best.trigger, best.observer) == (draw(9).trigger, draw(9).observer)
 
 
@@ -263,7 +264,7 @@ def test_a_wrong_correction_is_flagged_and_stops_steering_after_three_games() ->
     plan = memory_plan(memory)
     assert plan is not None and plan.opponent is not None
     assert plan.opponent.policies[0].trigger == "threshold"  # the evidence plays
-    shown = who.summary(item)
+    shown = words.summary(item)
     assert shown["contradicted"] == [correction.id] and "contradict" in str(shown["why"])
 
 

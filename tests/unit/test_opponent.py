@@ -18,6 +18,7 @@ from horcrux.agents.family_fit import (
 from horcrux.agents.particles import Prior
 from horcrux.belief.bayes import DEFAULT_MODE, MODES
 from horcrux.echo import opponent as who
+from horcrux.echo import opponent_words as words
 from horcrux.echo.model import EchoMemory
 from horcrux.echo.pin import decode_pin, encode_pin
 from horcrux.echo.use import MemoryPlan, memory_plan
@@ -53,7 +54,7 @@ def test_nothing_learned_plays_nothing() -> None:
 
 def test_the_words_are_a_players_not_the_codes() -> None:
     for seed in range(40):
-        text = who.describe(who.canonical(draw(seed)))
+        text = words.describe(who.canonical(draw(seed)))
         assert not any(code in text for code in ("=", "bayes", "observer", "tally:", "*"))
 
 

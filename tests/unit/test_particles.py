@@ -11,11 +11,11 @@ import pytest
 from horcrux.agents import HARRY_BRAINS
 from horcrux.agents.family import FamilyReaction, HeldOutDraw, draw
 from horcrux.agents.particle_harry import ParticleHarry, horcrux_information
-from horcrux.agents.particles import ParticleBelief, Prior, family_prior, public_view, told
+from horcrux.agents.particles import ParticleBelief, Prior, family_prior, told
 from horcrux.errors import UnknownBrain
 from horcrux.models import Attack, HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC
-from horcrux.views import HarryView
+from horcrux.views import HarryView, public_view
 
 PASSIVE = 6  # dev draws (docs/FAMILY.md): family:6 is the passive member, family:0 the reference
 REFERENCE = 0

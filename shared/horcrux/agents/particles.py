@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from horcrux.agents.base import VoldemortMove
@@ -41,7 +40,7 @@ from horcrux.agents.voldemort import EvidenceFold
 from horcrux.belief import ties
 from horcrux.models import HarryRecord, Observation, PlantDecoy, Relocate
 from horcrux.rules import RuleSet
-from horcrux.views import HarryView, VoldemortView
+from horcrux.views import HarryView, VoldemortView, public_view
 
 REPAIR = 1e-3
 """The weight factor of a particle repaired to agree with an exact outcome."""
@@ -566,33 +565,6 @@ def _kept(
     return factor
 
 
-def public_view(view: HarryView, history: Sequence[HarryRecord]) -> VoldemortView:
-    """Voldemort's view right after Harry's turn `history[-1]`, without the truth: the
-    public counters of that moment (recounted from the record), the allies as Harry sees
-    them now (the same rest count both seats see between two of Harry's turns)."""
-    record = history[-1]
-    attacks = sum(1 for r in history for o in r.observations if o.kind == "attack")
-    destroyed = sum(1 for r in history for o in r.observations if o.outcome == "destroyed")
-    rules = view.rules
-    return VoldemortView.model_construct(
-        seat="voldemort",
-        rules=rules,
-        turn=record.turn,
-        phase="voldemort",
-        attacks_left=rules.attacks - attacks,
-        horcruxes_destroyed=destroyed,
-        horcruxes_left=rules.horcruxes - destroyed,
-        allies=view.allies,
-        history=tuple(history),
-        winner=None,
-        end_reason=None,
-        horcrux_locations=(),
-        decoy_locations=(),
-        relocations_left=0,
-        decoys_left=0,
-    )
-
-
 __all__ = [
     "REPAIR",
     "Particle",
@@ -601,6 +573,5 @@ __all__ = [
     "acts",
     "family_prior",
     "observer_key",
-    "public_view",
     "told",
 ]

@@ -22,7 +22,6 @@ from horcrux.echo.model import (
     Correction,
     EchoMemory,
     Experience,
-    Opponent,
     Pattern,
     Quarantined,
     Skill,
@@ -287,38 +286,6 @@ def _style(
     return factors, default
 
 
-def _opponent(
-    items: list[AnyItem],
-    events: Sequence[AnyEvent],
-    default: float,
-    clock: float,
-    cfg: EchoConfig,
-) -> None:
-    """Fold the game into the scope's `Opponent` (who the opponent is, `echo.opponent`), in
-    place: each family policy's likelihood of Voldemort's actual moves, and the default
-    mixture's (`default`) for "none of these", discounted by the decay's clock; and which
-    of the operator's corrections his moves now contradict (they stop steering play)."""
-    from horcrux.agents.family_fit import fit_game
-    from horcrux.echo import opponent
-
-    first = events[0]
-    if not isinstance(first, GameStarted):
-        return
-    index = next((i for i, it in enumerate(items) if isinstance(it, Opponent)), None)
-    current = items[index] if index is not None else None
-    assert current is None or isinstance(current, Opponent)
-    discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
-    fresh = opponent.updated(current, fit_game(first.rules, events), default, clock, discount)
-    live = [c for c in items if isinstance(c, Correction) and c.valid_to is None]
-    fresh = fresh.model_copy(
-        update={"contradicted": opponent.contradictions(fresh, live, clock, cfg.conflict_below)}
-    )
-    if index is None:
-        items.append(fresh)
-    else:
-        items[index] = fresh
-
-
 def _threshold_evidence(
     items: list[AnyItem], factors: Mapping[str, float] | None, cfg: EchoConfig
 ) -> None:
@@ -489,7 +456,9 @@ def consolidate(
     folded, waiting, superseded, created = _fold(others, units, now, cfg, salt)
     played, default = _style(memory, folded, events, factors, now, cfg)
     if default is not None and events:
-        _opponent(folded, events, default, now, cfg)
+        from horcrux.echo.opponent import fold_into
+
+        fold_into(folded, events, default, now, cfg)
     _threshold_evidence(folded, played, cfg)
     merged: list[AnyItem] = [*folded, *waiting]
     capped = _cap(merged, now, cfg)

@@ -56,6 +56,7 @@ from horcrux.agents.family_fit import (
     cell_of,
     decoy_prior,
     destination_prior,
+    fit_game,
     member_shares,
     observer_prior,
     params_of,
@@ -63,7 +64,11 @@ from horcrux.agents.family_fit import (
 )
 from horcrux.agents.particles import Prior
 from horcrux.belief import ties
-from horcrux.echo.model import Correction, Opponent, item_id
+from horcrux.echo.config import EchoConfig
+from horcrux.echo.decay import evidence_discount
+from horcrux.echo.model import AnyItem, Correction, Opponent, item_id
+from horcrux.models import GameStarted
+from horcrux.store.port import AnyEvent
 
 NONE_PRIOR = 0.5
 """The prior probability that the opponent is none of the family's policies."""
@@ -202,6 +207,46 @@ def _grid(trigger: Table, destination: Table, decoys: Table) -> Grid:
     c = np.array(decoys)
     out: Grid = t[:, :, None, None] + d.T[None, :, :, None] + c.T[None, :, None, :]
     return out
+
+
+def after_game(
+    current: Opponent | None,
+    events: Sequence[AnyEvent],
+    default: float,
+    clock: float,
+    discount: float,
+    corrections: Sequence[Correction],
+    conflict_below: float,
+) -> Opponent | None:
+    """The scope's `Opponent` after a finished game (`events`; None: no game in them):
+    each family policy's likelihood of Voldemort's actual moves (`fit_game`), the default
+    mixture's (`default`) for "none of these", and which of the operator's `corrections`
+    his moves now contradict (they stop steering play)."""
+    first = events[0] if events else None
+    if not isinstance(first, GameStarted):
+        return None
+    fresh = updated(current, fit_game(first.rules, events), default, clock, discount)
+    found = contradictions(fresh, corrections, clock, conflict_below)
+    return fresh.model_copy(update={"contradicted": found})
+
+
+def fold_into(
+    items: list[AnyItem], events: Sequence[AnyEvent], default: float, clock: float, cfg: EchoConfig
+) -> None:
+    """Fold a finished game into the scope's `Opponent` among `items`, in place
+    (`after_game`), discounted by the decay's clock (`evidence_discount`)."""
+    index = next((i for i, it in enumerate(items) if isinstance(it, Opponent)), None)
+    current = items[index] if index is not None else None
+    assert current is None or isinstance(current, Opponent)
+    discount = evidence_discount(clock - current.last_access, cfg) if current else 1.0
+    live = [c for c in items if isinstance(c, Correction) and c.valid_to is None]
+    fresh = after_game(current, events, default, clock, discount, live, cfg.conflict_below)
+    if fresh is None:
+        return
+    if index is None:
+        items.append(fresh)
+    else:
+        items[index] = fresh
 
 
 def log_joint(item: Opponent) -> Grid:
@@ -375,27 +420,6 @@ def plays(item: Opponent) -> bool:
     )
 
 
-def classes(item: Opponent, n: int = 3) -> list[tuple[FamilyParams, float]]:
-    """The `n` likeliest classes of behaviour (a behaviour without its trigger's
-    parameter: the threshold, the gain or the delay), each with its weight in the family
-    and, as its parameter, the weighted mean of its behaviours' (best first)."""
-    groups: dict[FamilyParams, list[tuple[FamilyParams, float]]] = {}
-    for p, w in behaviours(item, 4 * TOP):
-        key = replace(p, delay=0, threshold=0.0, gain=0.0)
-        groups.setdefault(key, []).append((p, w))
-    out: list[tuple[FamilyParams, float]] = []
-    for key, members in groups.items():
-        total = sum(w for _, w in members)
-        mean = replace(
-            key,
-            delay=round(sum(p.delay * w for p, w in members) / total) if total else 0,
-            threshold=sum(p.threshold * w for p, w in members) / total if total else 0.0,
-            gain=sum(p.gain * w for p, w in members) / total if total else 0.0,
-        )
-        out.append((mean, total))
-    return out[:n]
-
-
 def canonical(params: FamilyParams) -> FamilyParams:
     """The policy as its grid cell (`params_of(cell_of(...))`: a named member as its family
     equivalent, every field its trigger, observer and decoys do not use at the first
@@ -410,55 +434,6 @@ def canonical(params: FamilyParams) -> FamilyParams:
     return out if reads else params_of(*cell_of(replace(out, observer="tally", window=4)))
 
 
-def describe(params: FamilyParams) -> str:
-    """One policy in words, of Voldemort and Harry (the operator's and the player's views;
-    the memory line, which Harry reads, has `short`)."""
-    reader = {
-        "tally": "a count of Harry's recent searches",
-        "bayes-static": "a map of Harry's evidence that assumes nothing moves",
-        "bayes-moving": "a map of Harry's evidence that allows for relocations",
-        "heuristic": "a simple tally of Harry's positives",
-        "copy": "a copy of Harry's own play",
-    }[params.observer]
-    if params.trigger == "positive":
-        after = "right" if params.delay == 0 else f"{params.delay} turns"
-        when = f"relocates a Horcrux {after} after Harry finds it"
-    elif params.trigger == "threshold":
-        when = (
-            f"relocates a Horcrux once {reader} puts Harry's confidence in it at about "
-            f"{params.threshold:.2f}"
-        )
-    elif params.trigger == "predicted":
-        when = f"relocates the Horcrux {reader} says Harry attacks next"
-    elif params.trigger == "hazard":
-        when = f"relocates more often the surer {reader} says Harry is (gain {params.gain:.2f})"
-    else:
-        when = "never relocates"
-    where = {
-        "uniform": "anywhere free",
-        "least-likely": "where Harry least expects it",
-        "far": "where Harry looked longest ago",
-    }[params.destination]
-    where_decoys = {
-        "observer-top": f"where {reader} says Harry expects a Horcrux",
-        "evidence-top": "where Harry's searches point",
-        "blind-early": "where Harry's evidence is strongest",
-    }
-    when_decoys = {
-        "early": "from the start",
-        "spread": "spread over the game",
-        "late": "from turn 25",
-    }
-    decoys = (
-        "plants no decoys"
-        if params.decoys == "never"
-        else f"plants decoys {where_decoys[params.decoys]}, {when_decoys[params.timing]}"
-    )
-    if params.trigger == "never":
-        return f"{when}; {decoys}"
-    return f"{when}, to {where}; {decoys}"
-
-
 __all__ = [
     "CORRECTION_NATS",
     "DISCOUNT",
@@ -468,97 +443,19 @@ __all__ = [
     "NONE_PRIOR",
     "PLAY_BELOW",
     "TOP",
+    "after_game",
     "behaviours",
     "canonical",
     "contradictions",
     "corrected",
-    "describe",
     "described",
-    "line",
+    "fold_into",
     "log_joint",
     "log_prior",
     "p_none",
     "plan_prior",
     "plays",
-    "short",
     "steers",
-    "summary",
     "support",
     "updated",
 ]
-
-
-def summary(item: Opponent, n: int = 3) -> dict[str, object]:
-    """What memory knows of who the opponent is, for the operator's and the player's
-    views: P(none of these), whether memory plays it (and why not), the `n` likeliest
-    behaviours in words with their posterior probability (the family's share times the
-    behaviour's weight in it) and the games they rest on, and one sentence of it."""
-    none = p_none(item)
-    found = classes(item, n)
-    playing = plays(item)
-    hypotheses = [
-        {"words": describe(p), "policy": p.describe(), "p": round((1.0 - none) * w, 4)}
-        for p, w in found
-    ]
-    if item.games == 0:
-        why = "no game yet"
-    elif playing:
-        why = (
-            "plays it: the family's policies explain his moves better than the default "
-            f"(none of these: p {none:.2f})"
-        )
-    elif not ties.below(none, PLAY_BELOW):
-        why = (
-            "held back: no policy of the family explains his moves better than the "
-            f"default (none of these: p {none:.2f})"
-        )
-    else:
-        why = (
-            "held back: what memory said of him before each game predicted it worse than "
-            f"the default (edge {item.edge:.1f} nats): he changes, or none fits"
-        )
-    if item.contradicted:
-        n_wrong = len(item.contradicted)
-        why += (
-            f"; his moves contradict {n_wrong} of your corrections"
-            " (they no longer steer play: confirm or retire them)"
-        )
-    best = hypotheses[0] if hypotheses else None
-    games = f"{item.games} game" + ("" if item.games == 1 else "s")
-    if best is not None and playing:
-        text = f"Voldemort {best['words']}: p {best['p']:.2f} over {games}"
-    else:
-        text = f"Voldemort plays like none of the family's policies: p {none:.2f} over {games}"
-    return {
-        "games": item.games,
-        "none": round(none, 4),
-        "plays": playing,
-        "edge": item.edge,
-        "why": why,
-        "hypotheses": hypotheses,
-        "contradicted": list(item.contradicted),
-        "sentence": text,
-    }
-
-
-def short(params: FamilyParams) -> str:
-    """What the policy does about the Horcruxes, in a few words (the memory line's)."""
-    if params.trigger == "positive":
-        after = "right" if params.delay == 0 else f"{params.delay} turns"
-        return f"moves a Horcrux {after} after you find it"
-    if params.trigger == "threshold":
-        return f"moves a Horcrux once you look about {params.threshold:.2f} sure of it"
-    if params.trigger == "predicted":
-        return "moves the Horcrux you are about to attack"
-    if params.trigger == "hazard":
-        return "moves Horcruxes the surer you look"
-    return "never moves a Horcrux"
-
-
-def line(item: Opponent | None) -> str | None:
-    """The memory line's part (L1, a few words): who he is, while memory plays it."""
-    if item is None or not plays(item):
-        return None
-    best, weight = classes(item, 1)[0]
-    p = (1.0 - p_none(item)) * weight
-    return f"he {short(best)} (p={p:.2f}, {item.games} games)"

@@ -187,9 +187,9 @@ def _item_view(item: Any, clock: float) -> dict[str, Any]:
             thresholds={f"{t:g}": round(p, 4) for t, p in style.threshold_posterior(q).items()},
         )
     elif isinstance(item, Opponent):
-        from horcrux.echo import opponent
+        from horcrux.echo.opponent_words import summary
 
-        found = opponent.summary(item)
+        found = summary(item)
         view.update(text=found.pop("sentence"), **found)
     elif isinstance(item, Correction):
         view.update(

@@ -256,7 +256,7 @@ def memory_line(memory: EchoMemory | None, config: EchoConfig | None = None) -> 
         from horcrux.echo import gate
 
         held = gate.line(found.gate)
-    from horcrux.echo.opponent import line as opponent_line
+    from horcrux.echo.opponent_words import line as opponent_line
 
     who = opponent_line(memory.opponent_fit())
     if not picked and held is None and who is None:
