@@ -236,7 +236,7 @@ def test_a_quarantined_item_can_be_restored(app: Any) -> None:
 def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_behind_the_gate(
     app: Any,
 ) -> None:
-    from horcrux.echo.use import full_plan, memory_plan
+    from horcrux.echo.use import full_plan, memory_plan, models_plan
 
     resolver, store = app
     status, answer = correct(
@@ -247,9 +247,13 @@ def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_behi
     assert memory is not None
     belief = memory.active_beliefs()["plant_blind"]
     assert belief.source == "correction" and belief.corrected_rate == 0.8
-    # a claim about the opponent passes the gate like the games' evidence: held back
-    # (exactly memory off) until the memory's plans out-predict the default on his moves
-    assert memory_plan(memory) is None
+    # for the style's models a claim about the opponent passes the gate like the games'
+    # evidence: held back until the memory's plans out-predict the default on his moves;
+    # who the opponent is takes it at once (the policies that plant blind, from turn 1)
+    assert models_plan(memory) is None
+    told = memory_plan(memory)
+    assert told is not None and told.models == () and told.opponent is not None
+    assert told.opponent.policies[0].decoys == "blind-early"
     plan = full_plan(memory)
     assert plan is not None
     greedy = {m.name: m for m in plan.models}["learned-greedy"]

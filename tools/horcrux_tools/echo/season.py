@@ -400,6 +400,9 @@ def write_season(data: dict[str, Any], out: str, *, plot: bool = True) -> list[s
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"season-{data['voldemort']}" + (f"-{data['switch_to']}" if data["switch_to"] else "")
+    if len(set(data.get("opponents") or [])) > 2:
+        name += "-mixed"
+    name = name.replace(":", "-")  # a file name on every system
     written = [str(folder / f"{name}.json")]
     (folder / f"{name}.json").write_text(json.dumps(data, sort_keys=True) + "\n")
     if not plot:
@@ -411,14 +414,32 @@ def write_season(data: dict[str, Any], out: str, *, plot: bool = True) -> list[s
         import matplotlib.pyplot as plt
     except ImportError:
         return written
-    xs = list(range(1, len(data["curve"]) + 1))
+    opponents = data.get("opponents") or []
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    for arm, marker in zip(data["arms"], "os^vx+*d", strict=False):
-        ax.plot(xs, [p[arm] for p in data["curve"]], marker=marker, label=arm)
-    ax.set_xticks(xs, [p["games"] for p in data["curve"]], rotation=45, fontsize=7)
+    if len(set(opponents)) > 1:  # a changing opponent: 5-game rolling rates, his changes
+        k = 5
+        for arm in data["arms"]:
+            wins = data["wins"][arm]
+            rolling = [
+                sum(wins[max(0, g - k + 1) : g + 1]) / min(k, g + 1) for g in range(len(wins))
+            ]
+            ax.plot(range(1, len(wins) + 1), rolling, label=arm)
+        for g in range(1, len(opponents)):
+            if opponents[g] != opponents[g - 1]:
+                ax.axvline(g + 0.5, color="grey", lw=0.5, ls=":")
+        ax.set_xlabel(f"game (dotted: the opponent changes; rates over the last {k} games)")
+    else:
+        xs = list(range(1, len(data["curve"]) + 1))
+        for arm, marker in zip(data["arms"], "os^vx+*d", strict=False):
+            ax.plot(xs, [p[arm] for p in data["curve"]], marker=marker, label=arm)
+        ax.set_xticks(xs, [p["games"] for p in data["curve"]], rotation=45, fontsize=7)
     ax.set_ylabel("win rate")
     title = f"season vs {data['voldemort']}"
-    if data["switch_to"]:
+    if len(set(opponents)) > 2:
+        title = f"season vs {', '.join(sorted(set(opponents)))}, one drawn per game"
+    elif data["switch_to"] and data["switch_at"] is None:
+        title += f" and {data['switch_to']}, alternating"
+    elif data["switch_to"]:
         title += f" -> {data['switch_to']} at {data['switch_at']}"
     ax.set_title(title)
     ax.legend()
