@@ -7,13 +7,10 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from api_fixtures import FakeContext, api_event
-from conftest import set_aws_env
-from moto import mock_aws
 
 from horcrux import compaction, engine
 from horcrux.api.app import build_app
@@ -22,26 +19,13 @@ from horcrux.models import GameStarted
 from horcrux.rules import CLASSIC
 from horcrux.service import GameService
 from horcrux.service.models import player_id
-from horcrux.store import DynamoDbStore, MemoryStore
+from horcrux.store import MemoryStore
 from horcrux.store.port import SeatInfo, hash_token
 from horcrux_tools import sim
-from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    set_aws_env(monkeypatch)
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore()
-        create_tables(dynamo)
-        yield dynamo
 
 
 def call(app: Any, method: str, path: str, **kw: Any) -> tuple[int, Any]:
