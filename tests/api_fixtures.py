@@ -11,7 +11,8 @@ import json
 import os
 import pathlib
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -60,19 +61,20 @@ def moto_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
 
 
 def memory_or_moto(
-    kind: str, monkeypatch: pytest.MonkeyPatch
+    kind: str, monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float] = time.time
 ) -> Iterator[DynamoDbStore | MemoryStore]:
-    """A store of either adapter, with the test AWS environment set: a `MemoryStore` for
-    `kind` "memory", else a `DynamoDbStore` over mock_aws's games and events tables.
+    """A store of either adapter on `clock`, with the test AWS environment set: a
+    `MemoryStore` for `kind` "memory", else a `DynamoDbStore` over mock_aws's games and
+    events tables.
 
     A generator for a fixture parametrized over both adapters (`params=["memory", "dynamodb"]`):
     `yield from memory_or_moto(request.param, monkeypatch)`."""
     set_aws_env(monkeypatch)
     if kind == "memory":
-        yield MemoryStore()
+        yield MemoryStore(clock=clock)
         return
     with mock_aws():
-        dynamo = DynamoDbStore()
+        dynamo = DynamoDbStore(clock=clock)
         create_tables(dynamo)
         yield dynamo
 
