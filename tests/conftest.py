@@ -10,7 +10,7 @@ model server). `make unit` runs tests/unit, `make test` every folder.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +18,14 @@ import pytest
 from tier_rules import forbidden_imports
 
 from horcrux import engine, rng
-from horcrux.models import GameState
+from horcrux.models import GameStarted, GameState
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
 
 if TYPE_CHECKING:
     from api_fixtures import ApiClient
 
     from horcrux.store import DynamoDbStore, MemoryStore
+    from horcrux.store.port import AnyEvent
 
 
 def make_state(
@@ -44,6 +45,18 @@ def seed_with(turn: int, index: int, wanted: Callable[[float], bool], start: int
     while not wanted(rng.unit(seed, "sensor", turn, index)):
         seed += 1
     return seed
+
+
+def commit_moves(store: Any, game_id: str, events: Sequence[AnyEvent] | None) -> None:
+    """Commit a played game's moves (its `events` after `game_started`, as `sim.play_game`
+    keeps them) to the stored game `game_id`, one turn after another, as its seats would."""
+    assert events is not None
+    snap = store.load(game_id)
+    state = snap.state
+    for event in events[1:]:
+        assert not isinstance(event, GameStarted)
+        state, stored = engine.apply(state, event.action)
+        snap = store.commit_turn(snap.version, snap.advanced(state), stored)
 
 
 TEST_AWS_ENV = {

@@ -18,12 +18,12 @@ import pytest
 from api_fixtures import memory_or_moto
 from aws_lambda_powertools.metrics import EphemeralMetrics
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from conftest import Clock, set_aws_env
+from conftest import Clock, commit_moves, set_aws_env
 from moto import mock_aws
 from test_store import belief_stub
 
 from horcrux import compaction, engine, rng
-from horcrux.models import AnyAction, Attack, GameStarted, Pass, PlantDecoy, Relocate, Search
+from horcrux.models import AnyAction, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
 from horcrux.settings import compaction_settings
 from horcrux.store import (
@@ -435,14 +435,8 @@ def test_the_opponent_scope_is_a_persons_player_id(memory_store: MemoryStore) ->
     }
     # a person's Voldemort, played here by the reference brain's moves
     start_game(memory_store, "p1", CLASSIC, 11, seats, now=T0, ttl_seconds=DAY)
-    snap = memory_store.load("p1")
     brains = sim.play_game(CLASSIC, 11, "naive:16", "reference", keep_events=True)
-    assert brains.events is not None
-    state = snap.state
-    for event in brains.events[1:]:
-        assert not isinstance(event, GameStarted)
-        state, stored = engine.apply(state, event.action)
-        snap = memory_store.commit_turn(snap.version, snap.advanced(state), stored)
+    commit_moves(memory_store, "p1", brains.events)
     run(memory_store, [final_record(memory_store, "p1")])
     recent = memory_store.recent_results("naive:16", "player:" + "cd" * 8)
     assert [s.game_id for s in recent.results] == ["p1"]
