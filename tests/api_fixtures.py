@@ -11,7 +11,8 @@ import json
 import os
 import pathlib
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -25,7 +26,7 @@ if str(ROOT / "shared") not in sys.path:  # the layer, as the Lambdas see it
 
 from conftest import TEST_AWS_ENV, set_aws_env  # noqa: E402
 
-from horcrux.store import DynamoDbStore  # noqa: E402
+from horcrux.store import DynamoDbStore, MemoryStore  # noqa: E402
 from horcrux_tools.local.tables import create_tables  # noqa: E402
 from horcrux_tools.local.wsgi import own_metric_set  # noqa: E402
 
@@ -57,6 +58,25 @@ def moto_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
         create_tables(store)
         create_idempotency_table(store.client)
         yield store
+
+
+def memory_or_moto(
+    kind: str, monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float] = time.time
+) -> Iterator[DynamoDbStore | MemoryStore]:
+    """A store of either adapter on `clock`, with the test AWS environment set: a
+    `MemoryStore` for `kind` "memory", else a `DynamoDbStore` over mock_aws's games and
+    events tables.
+
+    A generator for a fixture parametrized over both adapters (`params=["memory", "dynamodb"]`):
+    `yield from memory_or_moto(request.param, monkeypatch)`."""
+    set_aws_env(monkeypatch)
+    if kind == "memory":
+        yield MemoryStore(clock=clock)
+        return
+    with mock_aws():
+        dynamo = DynamoDbStore(clock=clock)
+        create_tables(dynamo)
+        yield dynamo
 
 
 TURN_FUNCTIONS = {"harry_turn": "harry", "voldemort_turn": "voldemort"}
@@ -158,27 +178,33 @@ class ApiClient:
     log: list[tuple[str | None, Reply]] = field(default_factory=list)
 
     def send(self, event: dict[str, Any], *, who: str | None = None) -> Reply:
-        response = self.handler.lambda_handler(event, self.context)
-        raw = response.get("body") or ""
-        reply = Reply(
-            response["statusCode"], json.loads(raw) if raw else None, response["headers"], raw
-        )
+        reply = as_reply(self.handler.lambda_handler(event, self.context))
         self.log.append((who, reply))
         return reply
 
-    def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        token: str | None = None,
-        headers: dict[str, str] | None = None,
-        query: dict[str, str] | None = None,
-        who: str | None = None,
-    ) -> Reply:
-        event = api_event(method, path, body=body, token=token, headers=headers, query=query)
-        return self.send(event, who=who)
+    def call(self, method: str, path: str, *, who: str | None = None, **kw: Any) -> Reply:
+        """`api_event(method, path, **kw)` sent to the handler (body, token, headers, query)."""
+        return self.send(api_event(method, path, **kw), who=who)
+
+
+def as_reply(response: dict[str, Any]) -> Reply:
+    """An API Gateway proxy response (the handler's, or a resolver's) as a `Reply`."""
+    raw = response.get("body") or ""
+    return Reply(response["statusCode"], json.loads(raw) if raw else None, response["headers"], raw)
+
+
+HUMANS = {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}, "seed": 3}
+"""A game of two people (seed 3): `two_person_game`'s body."""
+
+
+def two_person_game(api: ApiClient) -> tuple[str, str]:
+    """A game of two people, Harry to move: its id and Harry's token."""
+    created = api.call("POST", "/games", body=HUMANS)
+    assert created.status == 201, created.body
+    game_id = created.body["game_id"]
+    joined = api.call("POST", f"/games/{game_id}/seats/voldemort")
+    assert joined.status == 200, joined.body
+    return game_id, created.body["token"]
 
 
 # ---------------------------------------------------------------- the stream

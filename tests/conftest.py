@@ -10,16 +10,22 @@ model server). `make unit` runs tests/unit, `make test` every folder.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from tier_rules import forbidden_imports
 
 from horcrux import engine, rng
-from horcrux.models import GameState
+from horcrux.models import GameStarted, GameState
 from horcrux.rules import CLASSIC, STANDARD, RuleSet
+
+if TYPE_CHECKING:
+    from api_fixtures import ApiClient
+
+    from horcrux.store import DynamoDbStore, MemoryStore
+    from horcrux.store.port import AnyEvent
 
 
 def make_state(
@@ -39,6 +45,18 @@ def seed_with(turn: int, index: int, wanted: Callable[[float], bool], start: int
     while not wanted(rng.unit(seed, "sensor", turn, index)):
         seed += 1
     return seed
+
+
+def commit_moves(store: Any, game_id: str, events: Sequence[AnyEvent] | None) -> None:
+    """Commit a played game's moves (its `events` after `game_started`, as `sim.play_game`
+    keeps them) to the stored game `game_id`, one turn after another, as its seats would."""
+    assert events is not None
+    snap = store.load(game_id)
+    state = snap.state
+    for event in events[1:]:
+        assert not isinstance(event, GameStarted)
+        state, stored = engine.apply(state, event.action)
+        snap = store.commit_turn(snap.version, snap.advanced(state), stored)
 
 
 TEST_AWS_ENV = {
@@ -89,6 +107,34 @@ def classic() -> RuleSet:
 @pytest.fixture
 def standard() -> RuleSet:
     return STANDARD
+
+
+@pytest.fixture
+def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
+    """mock_aws with the games, events (stream) and idempotency tables (api_fixtures'
+    `moto_tables`): the store, to inspect what was written. A module's own `dynamo` wins."""
+    from api_fixtures import moto_tables  # moto is imported only by the tests that use it
+
+    yield from moto_tables(monkeypatch)
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[DynamoDbStore | MemoryStore]:
+    """Each adapter in turn: a `MemoryStore`, then a `DynamoDbStore` over moto's games and
+    events tables (api_fixtures' `memory_or_moto`). A module's own `store` wins."""
+    from api_fixtures import memory_or_moto
+
+    yield from memory_or_moto(request.param, monkeypatch)
+
+
+@pytest.fixture
+def api(dynamo: DynamoDbStore) -> ApiClient:
+    """The API Lambda's handler, loaded fresh over the `dynamo` tables."""
+    from api_fixtures import ApiClient, load_handler
+
+    return ApiClient(load_handler("api"))
 
 
 # ---------------------------------------------------------------- tiers

@@ -8,12 +8,11 @@ The terminal client resuming an abandoned game says so in the players' words, an
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import FakeContext, Reply, api_event
+from api_fixtures import FakeContext, Reply, api_event, as_reply
 from conftest import Clock, set_aws_env
 from moto import mock_aws
 from test_preconditions import through_handler
@@ -26,6 +25,7 @@ from horcrux.settings import ABANDONED_AFTER_S, HEARTBEAT_S
 from horcrux.store import DynamoDbStore, MemoryStore, mapping
 from horcrux_tools.local.client import HorcruxClient
 from horcrux_tools.local.play import Session
+from horcrux_tools.local.tables import create_tables
 from horcrux_tools.web.words import left_sentence
 
 TWO_PEOPLE = {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}
@@ -45,27 +45,12 @@ class Api:
         )
 
     def call(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
-        response = self.app.resolve(api_event(method, path, **kw), FakeContext())
-        raw = response.get("body") or ""
-        return response["statusCode"], json.loads(raw) if raw else None
+        reply = self.reply(method, path, **kw)
+        return reply.status, reply.body
 
-    def reply(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        token: str | None = None,
-        headers: dict[str, str] | None = None,
-        query: dict[str, str] | None = None,
-    ) -> Reply:
+    def reply(self, method: str, path: str, **kw: Any) -> Reply:
         """The answer as `api_fixtures.ApiClient.call` gives it (`through_handler`'s)."""
-        event = api_event(method, path, body=body, token=token, headers=headers, query=query)
-        response = self.app.resolve(event, FakeContext())
-        raw = response.get("body") or ""
-        return Reply(
-            response["statusCode"], json.loads(raw) if raw else None, response["headers"], raw
-        )
+        return as_reply(self.app.resolve(api_event(method, path, **kw), FakeContext()))
 
     def game(self, name: str = "Ginny", other: str = "Tom") -> dict[str, str]:
         """A game of two people, both seated, Harry to move: its id and both tokens."""
@@ -113,7 +98,7 @@ def api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
     set_aws_env(monkeypatch)
     with mock_aws():
         store = DynamoDbStore(clock=clock)
-        store.create_tables()
+        create_tables(store)
         yield Api(store, clock)
 
 

@@ -24,7 +24,6 @@ from api_fixtures import (
     api_event,
     leaks,
     load_handler,
-    moto_tables,
     sample,
 )
 
@@ -38,16 +37,6 @@ from horcrux.views import HarryView
 from horcrux_tools import sim
 
 Store = DynamoDbStore
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: Store) -> ApiClient:
-    return ApiClient(load_handler("api"))
 
 
 @pytest.fixture

@@ -7,11 +7,10 @@ Lambda's handler over moto DynamoDB (the memory routes over the in-memory store)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, FakeContext, api_event, load_handler, moto_tables
+from api_fixtures import ApiClient, FakeContext, api_event
 
 from horcrux.api.app import build_app
 from horcrux.echo.ops import ENV_READONLY, ENV_TOKEN
@@ -25,16 +24,6 @@ pytestmark = pytest.mark.moto
 HUMANS = {"seats": {"harry": {"kind": "human", "name": "Ron"}, "voldemort": {"kind": "human"}}}
 OPERATOR = "operator-secret-token-of-at-least-some-length"
 READER = "read-only-operator-token-of-some-length-too"
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: DynamoDbStore) -> ApiClient:
-    return ApiClient(load_handler("api"))
 
 
 def header(reply: Any, name: str) -> str | None:

@@ -6,32 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, load_handler, moto_tables
+from api_fixtures import ApiClient, two_person_game
 
 from horcrux.api.http import ETAGS_PATTERN
 
 pytestmark = pytest.mark.moto
 
-HUMANS = {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}, "seed": 3}
 MOVE = {"type": "search", "location": "azkaban"}
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiClient]:
-    for _store in moto_tables(monkeypatch):
-        yield ApiClient(load_handler("api"))
-
-
-def _game(api: ApiClient) -> tuple[str, str]:
-    created = api.call("POST", "/games", body=HUMANS)
-    assert created.status == 201, created.body
-    game_id = created.body["game_id"]
-    assert api.call("POST", f"/games/{game_id}/seats/voldemort").status == 200
-    return game_id, created.body["token"]
 
 
 def _doc(api: ApiClient) -> Any:
@@ -71,7 +55,7 @@ def test_a_wrong_method_is_405_with_the_paths_own_methods(
 
 
 def test_a_precondition_naming_no_issued_version_says_so(api: ApiClient) -> None:
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     path = f"/games/{game_id}/moves"
     for tag, named in (
         ('"abc"', "names no version the API issued"),
@@ -86,7 +70,7 @@ def test_a_precondition_naming_no_issued_version_says_so(api: ApiClient) -> None
 
 @pytest.mark.parametrize("value", ["1.0", "1e0", " 1", "+1", "0x1", ""])
 def test_integer_query_parameters_are_decimal_digits(api: ApiClient, value: str) -> None:
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     for path, query in (
         (f"/games/{game_id}/moves", {"expected_version": value}),
         (f"/games/{game_id}/events", {"after": value}),
@@ -121,7 +105,7 @@ def test_the_documents_etag_headers_are_what_the_server_accepts(api: ApiClient) 
         if p["in"] == "header" and p["name"] in ("if-match", "if-none-match")
     }
     assert set(headers) == {"if-match", "if-none-match"}
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     for name, schema in headers.items():
         pattern = schema.get("pattern") or schema["anyOf"][0]["pattern"]
         assert pattern == ETAGS_PATTERN
@@ -210,7 +194,7 @@ def test_moves_the_document_refuses_the_server_refuses(
     validator = jsonschema.Draft202012Validator(schema)
     assert not validator.is_valid(body)
     assert validator.is_valid({"type": "search", "location": "hogwarts"})
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     reply = api.call("POST", f"/games/{game_id}/moves", body=body, token=token)
     assert reply.status == 422, reply.body
     if code is not None:

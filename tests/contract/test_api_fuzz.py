@@ -16,14 +16,14 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
 import schemathesis
-from api_fixtures import FakeContext, load_handler, moto_tables
+from api_fixtures import FakeContext, load_handler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -101,11 +101,6 @@ def wsgi_app(handler: ModuleType) -> Callable[..., Iterable[bytes]]:
         return [out]
 
     return app
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
 
 
 @pytest.fixture

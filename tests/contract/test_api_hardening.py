@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, api_event, load_handler, moto_tables
+from api_fixtures import ApiClient, api_event
 
 from horcrux.store import DynamoDbStore
 
@@ -22,16 +21,6 @@ AI = {"kind": "ai"}
 CREATE = {"seats": {"harry": HUMAN, "voldemort": AI}, "rules": "classic", "seed": 3}
 CREATE_TEXT = json.dumps(CREATE)
 MAX_JSON_DEPTH = 32  # horcrux.api.http.MAX_JSON_DEPTH (checked below)
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: DynamoDbStore) -> ApiClient:
-    return ApiClient(load_handler("api"))
 
 
 def stored_items(dynamo: DynamoDbStore) -> int:

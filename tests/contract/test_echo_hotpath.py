@@ -7,41 +7,25 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from api_fixtures import FakeContext, api_event
-from conftest import set_aws_env
-from moto import mock_aws
+from conftest import commit_moves
 
-from horcrux import compaction, engine
+from horcrux import compaction
 from horcrux.api.app import build_app
 from horcrux.echo import persist
-from horcrux.models import GameStarted
 from horcrux.rules import CLASSIC
 from horcrux.service import GameService
 from horcrux.service.models import player_id
-from horcrux.store import DynamoDbStore, MemoryStore
+from horcrux.store import MemoryStore
 from horcrux.store.port import SeatInfo, hash_token
 from horcrux_tools import sim
-from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 KEY = "my-own-player-key-0123456789"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    set_aws_env(monkeypatch)
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore()
-        create_tables(dynamo)
-        yield dynamo
 
 
 def call(app: Any, method: str, path: str, **kw: Any) -> tuple[int, Any]:
@@ -95,14 +79,8 @@ def _human_voldemort_game(store: Any, game_id: str, seed: int, key: str, token: 
         "voldemort": SeatInfo(kind="human", token_hash=hash_token(token), player=player_id(key)),
     }
     start_game(store, game_id, CLASSIC, seed, seats)
-    snap = store.load(game_id)
     played = sim.play_game(CLASSIC, seed, "planner", "reference", keep_events=True)
-    assert played.events is not None
-    state = snap.state
-    for event in played.events[1:]:
-        assert not isinstance(event, GameStarted)
-        state, stored = engine.apply(state, event.action)
-        snap = store.commit_turn(snap.version, snap.advanced(state), stored)
+    commit_moves(store, game_id, played.events)
 
 
 def test_memory_of_a_human_opponent_builds_up_under_their_player_id(store: Any) -> None:

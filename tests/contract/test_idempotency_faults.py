@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from api_fixtures import IDEMPOTENCY_TABLE, ApiClient, load_handler, moto_tables
+from api_fixtures import IDEMPOTENCY_TABLE, ApiClient, two_person_game
 from botocore.exceptions import ReadTimeoutError
 
 from horcrux.api.idempotency import LOCK_S
@@ -21,26 +21,7 @@ from horcrux.store import DynamoDbStore
 
 pytestmark = pytest.mark.moto
 
-HUMANS = {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}, "seed": 3}
 MOVE = {"type": "search", "location": "azkaban"}
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: DynamoDbStore) -> ApiClient:
-    return ApiClient(load_handler("api"))
-
-
-def _game(api: ApiClient) -> tuple[str, str]:
-    created = api.call("POST", "/games", body=HUMANS)
-    assert created.status == 201, created.body
-    game_id = created.body["game_id"]
-    assert api.call("POST", f"/games/{game_id}/seats/voldemort").status == 200
-    return game_id, created.body["token"]
 
 
 def _down(client: Any, *operations: str) -> Callable[[], None]:
@@ -78,7 +59,7 @@ def _moves(dynamo: DynamoDbStore, game_id: str) -> list[int]:
 def test_a_failed_move_releases_its_key_and_the_retry_plays_it_once(
     api: ApiClient, dynamo: DynamoDbStore
 ) -> None:
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     thaw = _down(api.handler.store.client, "transact_write_items")  # the commit times out
     try:
         failed = _move(api, game_id, token, "k-1")
@@ -101,7 +82,7 @@ def test_a_lock_that_cannot_be_released_says_when_to_retry_and_expires_in_second
 ) -> None:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    game_id, token = _game(api)
+    game_id, token = two_person_game(api)
     client = api.handler.store.client
     real_release = DynamoDBPersistenceLayer._delete_record
 

@@ -8,39 +8,18 @@ client's TransactWriteItems made to lose its answers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, load_handler, moto_tables
+from api_fixtures import ApiClient, two_person_game
 from botocore.exceptions import ReadTimeoutError
 
 from horcrux.store import DynamoDbStore
 
 pytestmark = pytest.mark.moto
 
-HUMANS = {"seats": {"harry": {"kind": "human"}, "voldemort": {"kind": "human"}}, "seed": 3}
 MOVE = {"type": "search", "location": "azkaban"}
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: DynamoDbStore) -> ApiClient:
-    return ApiClient(load_handler("api"))
-
-
-def two_person_game(api: ApiClient) -> tuple[str, str]:
-    """A game of two people, Harry to move: its id and Harry's token."""
-    created = api.call("POST", "/games", body=HUMANS)
-    assert created.status == 201, created.body
-    game_id = created.body["game_id"]
-    joined = api.call("POST", f"/games/{game_id}/seats/voldemort")
-    assert joined.status == 200, joined.body
-    return game_id, created.body["token"]
 
 
 def lose_answers(api: ApiClient, plan: list[str]) -> list[str]:

@@ -7,13 +7,9 @@ else's memory and no game's events are touched. No key: 401; another player's id
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from api_fixtures import FakeContext, api_event
-from conftest import set_aws_env
-from moto import mock_aws
 from test_echo_hotpath import _human_voldemort_game
 
 from horcrux import compaction
@@ -22,27 +18,13 @@ from horcrux.api.player_routes import memory_agents
 from horcrux.echo import ops, persist
 from horcrux.service import GameService
 from horcrux.service.models import player_id
-from horcrux.store import DynamoDbStore, MemoryStore
 from horcrux.store.results import memory_key
-from horcrux_tools.local.tables import create_tables
 
 KEY = "forget-me-player-key-0123456789"
 OTHER = "another-players-key-9876543210"
 ME = f"player:{player_id(KEY)}"
 THEM = f"player:{player_id(OTHER)}"
 MAX_GAMES = 6
-
-
-@pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    set_aws_env(monkeypatch)
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore()
-        create_tables(dynamo)
-        yield dynamo
 
 
 def call(app: Any, method: str, path: str, **kw: Any) -> tuple[int, Any]:

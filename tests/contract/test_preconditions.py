@@ -11,12 +11,12 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from email.message import Message
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, Reply, StreamPump, load_handler, moto_tables
+from api_fixtures import ApiClient, Reply, StreamPump, load_handler
 
 from horcrux.store import DynamoDbStore
 from horcrux_tools.local import client as client_module
@@ -27,16 +27,6 @@ pytestmark = pytest.mark.moto
 
 HUMAN = {"kind": "human"}
 SEARCH = {"type": "search", "location": "hogwarts"}
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
-
-
-@pytest.fixture
-def api(dynamo: DynamoDbStore) -> ApiClient:
-    return ApiClient(load_handler("api"))
 
 
 @pytest.fixture

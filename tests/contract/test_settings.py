@@ -4,11 +4,10 @@ cold start naming the variable."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_fixtures import ApiClient, load_handler, moto_tables
+from api_fixtures import ApiClient, load_handler
 
 from horcrux.settings import (
     ApiSettings,
@@ -21,11 +20,6 @@ from horcrux.store import DynamoDbStore
 from horcrux.store.port import hash_token
 
 OPERATOR = "an-operator-token-long-enough-to-be-a-secret"
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
 
 
 def test_a_handler_module_reads_the_environment_once(

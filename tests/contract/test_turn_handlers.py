@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,6 @@ from api_fixtures import (
     FakeContext,
     StreamPump,
     load_handler,
-    moto_tables,
     sample,
     set_aws_env,
     stream_matches,
@@ -35,11 +33,6 @@ HUMAN = SeatRequest(kind="human")
 
 def naive() -> SeatRequest:
     return SeatRequest(kind="ai", brain="naive")
-
-
-@pytest.fixture
-def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoDbStore]:
-    yield from moto_tables(monkeypatch)
 
 
 def batch(*records: dict[str, Any]) -> dict[str, Any]:

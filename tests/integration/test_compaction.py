@@ -10,19 +10,20 @@ import base64
 import importlib.util
 import json
 import pathlib
-import random
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
+from api_fixtures import memory_or_moto
 from aws_lambda_powertools.metrics import EphemeralMetrics
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from conftest import Clock, set_aws_env
+from conftest import Clock, commit_moves, set_aws_env
 from moto import mock_aws
+from test_store import belief_stub
 
 from horcrux import compaction, engine, rng
-from horcrux.models import AnyAction, Attack, GameStarted, Pass, PlantDecoy, Relocate, Search
+from horcrux.models import AnyAction, Attack, Pass, PlantDecoy, Relocate, Search
 from horcrux.rules import CLASSIC
 from horcrux.settings import compaction_settings
 from horcrux.store import (
@@ -77,14 +78,10 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, aws_env: None) -> Iterator[Any]:
-    if request.param == "memory":
-        yield MemoryStore(clock=Clock())
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore(clock=Clock())
-        create_tables(dynamo)
-        yield dynamo
+def store(
+    request: pytest.FixtureRequest, aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    yield from memory_or_moto(request.param, monkeypatch, Clock())
 
 
 @pytest.fixture
@@ -93,26 +90,11 @@ def memory_store(aws_env: None) -> MemoryStore:
 
 
 # ---------------------------------------------------------------- helpers
-def belief_stub(seed: int) -> Any:
-    """Harry's belief stand-in: a (turn, entropy, top-3) point per Harry move."""
-    rnd = random.Random(seed)
-    locs = list(CLASSIC.locations)
-
-    def hook(before: GameSnapshot, after: GameSnapshot) -> Any:
-        if before.state.phase != "harry":
-            return None
-        top = tuple((loc, rnd.random()) for loc in rnd.sample(locs, 3))
-        point = BeliefPoint(turn=before.turn, entropy=rnd.uniform(0, 4), top=top)
-        return {"harry": rnd.randbytes(64)}, point
-
-    return hook
-
-
 def play(
     store: ResultStore, game_id: str, seed: int, seats: dict[Any, SeatInfo] | None = None
 ) -> GameSnapshot:
     start_game(store, game_id, CLASSIC, seed, dict(seats or AI_SEATS), now=T0, ttl_seconds=DAY)
-    return play_to_end(store, game_id, belief=belief_stub(seed))
+    return play_to_end(store, game_id, belief=belief_stub(seed, size=64))
 
 
 def event_items(store: Any, game_id: str) -> list[dict[str, Any]]:
@@ -453,14 +435,8 @@ def test_the_opponent_scope_is_a_persons_player_id(memory_store: MemoryStore) ->
     }
     # a person's Voldemort, played here by the reference brain's moves
     start_game(memory_store, "p1", CLASSIC, 11, seats, now=T0, ttl_seconds=DAY)
-    snap = memory_store.load("p1")
     brains = sim.play_game(CLASSIC, 11, "naive:16", "reference", keep_events=True)
-    assert brains.events is not None
-    state = snap.state
-    for event in brains.events[1:]:
-        assert not isinstance(event, GameStarted)
-        state, stored = engine.apply(state, event.action)
-        snap = memory_store.commit_turn(snap.version, snap.advanced(state), stored)
+    commit_moves(memory_store, "p1", brains.events)
     run(memory_store, [final_record(memory_store, "p1")])
     recent = memory_store.recent_results("naive:16", "player:" + "cd" * 8)
     assert [s.game_id for s in recent.results] == ["p1"]

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from horcrux import compaction
 from horcrux.echo import (
@@ -40,11 +38,10 @@ from horcrux.memory.context import COMPRESSED_BUDGET, MEMORY_LINE_MAX_CHARS
 from horcrux.memory.tokens import estimate_tokens
 from horcrux.rules import CLASSIC
 from horcrux.service import ECHO_KEY, GameService
-from horcrux.store import DynamoDbStore, MemoryStore
+from horcrux.store import MemoryStore
 from horcrux.store.port import SeatInfo
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux_tools.echo.season import run_season
-from horcrux_tools.local.tables import create_tables
 from horcrux_tools.selfplay import play_to_end, start_game
 
 CFG = default_config()
@@ -383,23 +380,6 @@ def test_the_memory_line_is_one_clean_bounded_line_within_the_budget() -> None:
 
 
 # ---------------------------------------------------------------- persistence, hot path
-@pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "eu-west-1",
-    }.items():
-        monkeypatch.setenv(k, v)
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore()
-        create_tables(dynamo)
-        yield dynamo
-
-
 def finish(store: Any, game_id: str, seed: int) -> compaction.CompactionOutcome:
     start_game(store, game_id, CLASSIC, seed, dict(PLANNER_SEATS))
     play_to_end(store, game_id)

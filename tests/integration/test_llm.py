@@ -155,18 +155,24 @@ def test_tool_use_is_parsed_and_the_request_is_what_we_built(fake: FakeAnthropic
     assert stats["cost_usd"] == pytest.approx(((321 + 120) * 3.0 + (17 + 30) * 15.0) / 1e6)
 
 
+def prompt_after_a_decoy(brain: LLMHarry, fake: FakeAnthropic) -> tuple[HarryView, str]:
+    """Harry searched Azkaban and Voldemort planted a decoy at Hogsmeade: Harry's view and
+    the prompt `brain` sent to the fake deciding the next move."""
+    state = make_state(CLASSIC)
+    state, _ = engine.apply(state, Search(location="azkaban"))
+    state, _ = engine.apply(state, PlantDecoy(location="hogsmeade"))
+    view = harry_view(state)
+    brain.decide(view, random.Random(0))
+    return view, fake.requests[0].prompt
+
+
 def test_default_context_is_the_l1_working_memory_of_the_planners_map(
     fake: FakeAnthropic,
 ) -> None:
     fake.script(tool_reply(search("hogwarts")))
     brain = LLMHarry(CLASSIC, client=sdk(fake), config=PRICED)
     assert isinstance(brain.fallback, PlannerHarry)
-    state = make_state(CLASSIC)
-    state, _ = engine.apply(state, Search(location="azkaban"))
-    state, _ = engine.apply(state, PlantDecoy(location="hogsmeade"))
-    view = harry_view(state)
-    brain.decide(view, random.Random(0))
-    prompt = fake.requests[0].prompt
+    view, prompt = prompt_after_a_decoy(brain, fake)
     belief = BayesBelief(CLASSIC)
     belief.update(view.history[0])
     assert prompt == render_compressed(build_context(view, belief))
@@ -177,12 +183,7 @@ def test_default_context_is_the_l1_working_memory_of_the_planners_map(
 def test_a_short_rendering_of_the_view_is_available(fake: FakeAnthropic) -> None:
     fake.script(tool_reply(search("hogwarts")))
     brain = LLMHarry(CLASSIC, client=sdk(fake), config=PRICED, context_provider=render_harry_view)
-    state = make_state(CLASSIC)
-    state, _ = engine.apply(state, Search(location="azkaban"))
-    state, _ = engine.apply(state, PlantDecoy(location="hogsmeade"))
-    view = harry_view(state)
-    brain.decide(view, random.Random(0))
-    prompt = fake.requests[0].prompt
+    view, prompt = prompt_after_a_decoy(brain, fake)
     assert prompt == render_harry_view(view)
     assert "Turn 2/50" in prompt and "t1 search: search azkaban" in prompt
     assert "hogsmeade" not in prompt  # Voldemort's decoy is not Harry's to see

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from api_fixtures import memory_or_moto
 from conftest import Clock, set_aws_env
 from moto import mock_aws
 
@@ -63,14 +64,10 @@ def clock() -> Clock:
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def store(request: pytest.FixtureRequest, aws_env: None, clock: Clock) -> Iterator[Any]:
-    if request.param == "memory":
-        yield MemoryStore(clock=clock)
-        return
-    with mock_aws():
-        dynamo = DynamoDbStore(clock=clock)
-        create_tables(dynamo)
-        yield dynamo
+def store(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> Iterator[Any]:
+    yield from memory_or_moto(request.param, monkeypatch, clock)
 
 
 def make_game(
@@ -95,8 +92,9 @@ def seed_reaching_turn_50() -> int:
     raise AssertionError("no seed reaches turn 50")
 
 
-def belief_stub(seed: int) -> Any:
-    """Harry's Layer-2 stand-in: 8 KB of random bytes and a (turn, entropy, top-3) point."""
+def belief_stub(seed: int, size: int = 8192) -> Any:
+    """Harry's Layer-2 stand-in: `size` random bytes (8 KB) and a (turn, entropy, top-3)
+    point per Harry move."""
     rnd = random.Random(seed)
     locs = list(CLASSIC.locations)
 
@@ -105,7 +103,7 @@ def belief_stub(seed: int) -> Any:
             return None
         top = [(loc, rnd.random()) for loc in rnd.sample(locs, 3)]
         point = BeliefPoint(turn=before.turn, entropy=rnd.uniform(0, 4), top=tuple(top))
-        return {"harry": rnd.randbytes(8192)}, point
+        return {"harry": rnd.randbytes(size)}, point
 
     return hook
 
