@@ -331,19 +331,25 @@ def _learned_table(drawn: Sequence[dict[str, Any]], n: int) -> list[str]:
     if not rows:
         return []
     half = n // 2
+    named_too = any("against" in s for s in rows)  # seasons measured with `echo.opponent`
     lines = [
         "",
         f"What memory read of each draw after {n} games (the `on` arm's rate beliefs: "
         "P(relocates in a game), P(a relocation comes at once after a positive there), "
         "P(a decoy goes to the top-evidence location), P(a decoy is planted blind); - "
-        "none yet), the memory gate's score S (its models play once S > "
-        f"{gate.MARGIN:g} nats), the games of {half + 1}-{n} it played a plan in, of them "
-        "the games it played against who it says the opponent is (*named*), and who that "
-        "is at the end:",
+        "none yet), the memory gate's score S "
+        + (
+            f"(its models play once S > {gate.MARGIN:g} nats), the games of {half + 1}-{n} "
+            "it played a plan in, of them the games it played against who it says the "
+            "opponent is (*named*), and who that is at the end:"
+            if named_too
+            else f"(memory plays once S > {gate.MARGIN:g} nats) and the games of "
+            f"{half + 1}-{n} it played:"
+        ),
         "",
-        "| opponent | relocates | at once | decoy at top | blind | gate S | played | named "
-        "| draw | memory's likeliest policy |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| opponent | relocates | at once | decoy at top | blind | gate S | played | "
+        + ("named | draw | memory's likeliest policy |" if named_too else "draw |"),
+        "|---|---|---|---|---|---|---|---|" + ("---|---|" if named_too else ""),
     ]
     for s in sorted(rows, key=lambda s: s["draw"]):
         r = s["learned"]
@@ -351,11 +357,11 @@ def _learned_table(drawn: Sequence[dict[str, Any]], n: int) -> list[str]:
         named = s.get("against", "")[half:].count("1")
         named_as = s.get("identified", {})
         last = named_as[max(named_as, key=int)] if named_as else "-"
+        cells = f"{named} | {s['describe']} | {last} |" if named_too else f"{s['describe']} |"
         lines.append(
             f"| `{s['opponent']}` | {_rate(r.get('relocates'))} | {_rate(r.get('immediate'))} "
             f"| {_rate(r.get('plant_top'))} | {_rate(r.get('plant_blind'))} | "
-            f"{s['gates'][-1] if s.get('gates') else 0:.1f} | {played} | {named} | "
-            f"{s['describe']} | {last} |"
+            f"{s['gates'][-1] if s.get('gates') else 0:.1f} | {played} | {cells}"
         )
     return lines
 

@@ -345,6 +345,7 @@ def run_season(
     state = {a: Arm(a, opponent, cfg, correction) for a in names}
     season = Season(voldemort, switch_to, switch_at, seed, games, names)
     season.wins = {a: [] for a in names}
+    lead = "on" if "on" in names else names[0]  # the arm whose memory the season records
     for g in range(games):
         if schedule:
             opp = schedule[g]
@@ -355,13 +356,13 @@ def run_season(
         season.opponents.append(opp)
         for name, arm in state.items():
             plan = arm.plan()
-            if name == "on":
+            if name == lead:
                 season.planned.append(plan is not None)
                 season.against.append(plan is not None and plan.opponent is not None)
             played = play(rule_set, seed + g, opp, plan, f"season-{seed + g}", holdout=holdout)
             season.wins[name].append(int(played.summary.winner == "harry"))
             arm.learn(played)
-        main = state.get("on")
+        main = state[lead]
         if main is not None:
             memory = season.memory = main.memory
             season.leaks = main.leaks
