@@ -258,3 +258,33 @@ def test_a_plant_blind_correction_through_the_route_brings_the_greedy_model_behi
     assert plan is not None
     greedy = {m.name: m for m in plan.models}["learned-greedy"]
     assert greedy.placement == "greedy" and greedy.prior > 0
+
+
+def test_the_memory_route_says_who_the_opponent_is_in_words(app: Any) -> None:
+    """Two games against `family:37` end (compaction writes who the opponent is); the
+    operator's GET shows it: whether memory plays it, the likeliest classes and a sentence."""
+    from horcrux import compaction
+    from horcrux.rules import CLASSIC
+    from horcrux.store.port import SeatInfo
+    from horcrux_tools.selfplay import play_to_end, start_game
+
+    resolver, store = app
+    seats: dict[Any, SeatInfo] = {
+        "harry": SeatInfo(kind="ai", brain="planner"),
+        "voldemort": SeatInfo(kind="ai", brain="family:37"),
+    }
+    for i in range(2):
+        start_game(store, f"o{i}", CLASSIC, 37000 + i, dict(seats))
+        play_to_end(store, f"o{i}")
+        compaction.compact(store, f"o{i}")
+    status, body = call(
+        resolver, "GET", "/memory/planner", query={"opponent": "family"}, token=READER
+    )
+    assert status == 200, body
+    (item,) = [i for i in body["items"] if i["level"] == "opponent"]
+    assert item["games"] == 2 and item["plays"] is True and item["none"] < 0.01
+    assert item["text"].startswith("Voldemort relocates a Horcrux once a map of Harry's")
+    assert item["text"].endswith("over 2 games")
+    best = item["hypotheses"][0]
+    assert best["p"] > 0.9 and "threshold@0.5" in best["policy"]
+    assert "trigger" not in item  # the tables stay in the store, not in the view
