@@ -15,7 +15,8 @@ Every alarm fires on one 5-minute period, treats missing data as fine and notifi
   correction; confirm or retire it);
 - per turn function (harry_turn, voldemort_turn): its `MemoryPinUnreadable` metric (>= 1: a
   game's memory pin did not decode; the turn played without memory, the pin is kept in the
-  game's snapshot for review).
+  game's snapshot for review) and its `AiBrainReplaced` metric (>= 1: a seat's stored brain
+  spec no longer builds, so the seat's default brain played; the stored spec is kept).
 
 The dashboard also graphs an AI Harry's memory start-ups (`MemoryRead`, `MemoryRebuilt`,
 `MemoryUnavailable`, from the harry_turn function) and the memory pins (`MemoryPinUnreadable`
@@ -203,6 +204,13 @@ class Monitoring(Construct):
                 1,
                 f"the {name} function met a memory pin that does not decode (kept; played "
                 "without memory)",
+            )
+            self._alarm(
+                f"{pascal(name)}{names.BRAIN_REPLACED_METRIC}",
+                service_metric(names.BRAIN_REPLACED_METRIC, service),
+                1,
+                f"the {name} function met a seat whose stored brain no longer builds (kept; "
+                "the seat's default brain played)",
             )
         self.dashboard = self._dashboard(storage, api, functions, dead_letter_queues)
 

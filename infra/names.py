@@ -74,6 +74,9 @@ PIN_ALARM_SERVICES: Final = {
     "harry_turn": HARRY_TURN_SERVICE,
     "voldemort_turn": VOLDEMORT_TURN_SERVICE,
 }
+# any AI turn whose seat's stored brain spec no longer builds: its default brain played
+# (`horcrux.api.stream_handler.BRAIN_REPLACED_METRIC`), both turn functions
+BRAIN_REPLACED_METRIC: Final = "AiBrainReplaced"
 
 # ------------------------------------------------------------------ stream consumers
 # the compaction's filter (docs/COMPACTION.md): INSERTs of a final event only; TTL deletions

@@ -237,6 +237,33 @@ def test_both_turn_functions_report_an_unreadable_pin_and_a_copied_one(
     assert got.get("MemoryCopied") == 1 and "MemoryPinUnreadable" not in got
 
 
+def test_a_seat_whose_stored_brain_no_longer_builds_plays_its_default_and_alarms(
+    dynamo: DynamoDbStore, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A runtime that no longer builds a stored seat's spec (a plugin uninstalled, a brain
+    retired without a listed replacement) plays the seat's default brain: the game goes
+    on, the stored spec is kept, the turn says so and its function emits the alarmed
+    `AiBrainReplaced`."""
+    service = GameService(dynamo)
+    players = (SeatRequest(kind="ai", brain="planner"), SeatRequest(kind="ai", brain="shadow"))
+    game = service.create_game(*players, rules="classic", seed=14)["game_id"]
+    snap = dynamo.load(game)
+    gone = {**snap.seats, "voldemort": snap.seats["voldemort"].model_copy(update={"brain": "gone"})}
+    dynamo.repair_snapshot(
+        snap.version, snap.model_copy(update={"version": snap.version + 1, "seats": gone})
+    )
+    harry, voldemort = load_handler("harry_turn"), load_handler("voldemort_turn")
+    harry.lambda_handler(batch(stream_record(game, 0, "harry")), FakeContext())
+    assert "AiBrainReplaced" not in emitted_metrics(capsys.readouterr().out)
+    voldemort.lambda_handler(batch(stream_record(game, 1, "voldemort")), FakeContext())
+    got = emitted_metrics(capsys.readouterr().out)
+    assert got.get("AiBrainReplaced") == 1 and got.get("AiTurn_played") == 1
+    (logged,) = [r for r in caplog.records if "no longer builds" in r.getMessage()]
+    assert "'gone'" in logged.getMessage() and logged.getMessage().endswith("reference plays")
+    after = dynamo.load(game)
+    assert after.state.seq == 2 and after.seats["voldemort"].brain == "gone"  # kept
+
+
 @pytest.mark.parametrize(
     ("name", "seat"), [("api", None), ("ai_turn", "harry"), ("ai_turn", "voldemort")]
 )

@@ -626,6 +626,20 @@ def test_each_turn_function_alarms_on_an_unreadable_memory_pin(
     assert '"voldemort": {"copied": "MemoryCopied"' in handler
 
 
+@pytest.mark.parametrize("service", ["horcrux-harry-turn", "horcrux-voldemort-turn"])
+def test_each_turn_function_alarms_on_a_seat_brain_that_no_longer_builds(
+    service: str, doc: Json
+) -> None:
+    from horcrux.api.stream_handler import BRAIN_REPLACED_METRIC
+
+    dimension = {"Name": "service", "Value": service}
+    (alarm,) = _find_alarm(doc, BRAIN_REPLACED_METRIC, dimension)
+    assert BRAIN_REPLACED_METRIC == "AiBrainReplaced"  # what the turn functions emit
+    assert alarm["Namespace"] == "HorcruxHunt" and alarm["Statistic"] == "Sum"
+    assert alarm["Threshold"] == 1 and alarm["EvaluationPeriods"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
 def test_the_operator_token_lives_in_a_secret_the_stack_owns(
     stack: HorcruxStack, doc: Json
 ) -> None:

@@ -380,9 +380,11 @@ def test_learned_models_join_the_aware_mixture_without_replacing_it() -> None:
         AdversaryModel("trigger", "trigger", trigger=1.0, plant=0.4, prior=0.7),
         AdversaryModel("static", "static", plant=0.2, prior=0.3),
     )
+    from horcrux.echo.use import joined_models
+
     brain = PlannerHarry(CLASSIC)
     before = brain.params
-    brain.adopt_models(learned)
+    brain.adopt_memory(joined_models(learned))  # what memory's plan gives the planner
     names = [m.name for m in brain.belief.models]
     assert names[: len(MODES_AWARE)] == [m.name for m in MODES_AWARE]
     assert names[len(MODES_AWARE) :] == ["learned-trigger", "learned-static"]

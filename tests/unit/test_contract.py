@@ -1,7 +1,7 @@
 """The brain contract (`horcrux.agents.contract`) and the memory pin's codec (`echo.pin`).
 
 Each built-in brain satisfies exactly the capability protocols listed here: a renamed
-method (`snapshot`, `adopt_memory`, ...) fails this test instead of silently turning a
+method (`sync`, `adopt_memory`, `memory_planner`, ...) fails this test instead of silently turning a
 feature off in the service.
 """
 
@@ -23,15 +23,16 @@ from horcrux.agents.contract import (
     Brain,
     MemoryAdopter,
     MemoryLineReader,
-    ModelAdopter,
-    Persistent,
+    MemoryReader,
+    Planner,
     belief_of,
     capabilities,
     decisions_of,
 )
 from horcrux.echo.pin import MemoryPin, adopt_pin, decode_pin, encode_pin
+from horcrux.echo.readers import memory_planner, reads_memory
 from horcrux.models import Pass
-from horcrux.rules import CLASSIC, RuleSet
+from horcrux.rules import CLASSIC
 from horcrux.service import ECHO_KEY, GameService, SeatRequest
 from horcrux.store.memory import MemoryStore
 
@@ -39,10 +40,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PLANNER = frozenset(
     {
-        "Persistent",
         "ViewSynced",
+        "Planner",
         "MemoryAdopter",
-        "ModelAdopter",
+        "MemoryReader",
         "DecisionRecorder",
         "BeliefHolder",
         "StatsReporter",
@@ -54,7 +55,9 @@ HARRY_CAPABILITIES: dict[str, frozenset[str]] = {
     "planner": PLANNER,
     "planner-window": PLANNER,
     "seed-heuristic": frozenset({"DecisionRecorder", "BeliefHolder", "StatsReporter"}),
-    "gated": frozenset({"MemoryLineReader", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
+    "gated": frozenset(
+        {"MemoryLineReader", "MemoryReader", "DecisionRecorder", "BeliefHolder", "StatsReporter"}
+    ),
     "llm": frozenset({"DecisionRecorder", "StatsReporter"}),
     "told": frozenset({"ViewSynced", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
     "untold": frozenset({"ViewSynced", "DecisionRecorder", "BeliefHolder", "StatsReporter"}),
@@ -103,19 +106,15 @@ def test_each_built_in_brain_satisfies_exactly_its_protocols(
 
 
 class _Half:
-    """A brain whose `restore` was renamed, whose `adopt_memory` lost its name."""
+    """A brain whose `memory_planner` was renamed, whose `adopt_memory` lost its name."""
 
     name = "half"
 
     def decide(self, view: object, rng: random.Random) -> Pass:
         return Pass()
 
-    def snapshot(self) -> bytes:
-        return b""
-
-    @classmethod
-    def restor(cls, rules: RuleSet, data: bytes) -> _Half:  # the rename
-        return cls()
+    def memory_planners(self) -> None:  # the rename
+        raise AssertionError("never called: not the protocol's name")
 
     def adopt_memories(self, models: tuple[Any, ...], params: Mapping[str, float]) -> None:
         raise AssertionError("never called: not the protocol's name")
@@ -124,7 +123,8 @@ class _Half:
 def test_a_renamed_method_is_no_capability() -> None:
     brain = _Half()
     assert isinstance(brain, Brain) and capabilities(brain) == frozenset()
-    assert not isinstance(brain, Persistent) and not isinstance(brain, MemoryAdopter)
+    assert not isinstance(brain, MemoryReader) and not isinstance(brain, MemoryAdopter)
+    assert memory_planner(brain) is None
     assert belief_of(brain) is None and decisions_of(brain) == []
 
 
@@ -150,16 +150,13 @@ def learned_models() -> tuple[Any, ...]:
 
 
 class _Recorder:
-    """Records what `adopt_pin` gave it (a `MemoryAdopter` and a `ModelAdopter`)."""
+    """Records what `adopt_pin` gave it (a `MemoryAdopter`)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
     def adopt_memory(self, models: tuple[Any, ...], params: Mapping[str, float] | None) -> None:
         self.calls.append(("memory", (models, dict(params or {}))))
-
-    def adopt_models(self, models: tuple[Any, ...]) -> None:
-        self.calls.append(("models", models))
 
 
 def test_a_pin_round_trips_and_goes_to_adopt_memory() -> None:
@@ -169,24 +166,50 @@ def test_a_pin_round_trips_and_goes_to_adopt_memory() -> None:
     pin = encode_pin(MemoryPlan(models, {"jitter": 0.25}), "relocates at once")
     assert pin is not None
     assert json.loads(pin)["v"] == 2
-    assert decode_pin(pin) == MemoryPin(models, {"jitter": 0.25}, "relocates at once", 2)
+    assert decode_pin(pin) == MemoryPin(models, {"jitter": 0.25}, "relocates at once")
     brain = _Recorder()
     assert adopt_pin(brain, pin).line == "relocates at once"
     assert brain.calls == [("memory", (models, {"jitter": 0.25}))]
     assert encode_pin(None, None) is None
     line_only = encode_pin(None, "x")
-    assert line_only is not None and decode_pin(line_only) == MemoryPin((), {}, "x", 2)
+    assert line_only is not None and decode_pin(line_only) == MemoryPin((), {}, "x")
 
 
-def test_an_old_pin_is_joined_by_a_model_adopter_only() -> None:
+@pytest.mark.parametrize("version", [None, 1, 3, "2"])
+def test_a_pin_of_another_version_is_refused_and_given_to_nobody(version: object) -> None:
     models = learned_models()
-    old = json.dumps({"models": [asdict(m) for m in models]}).encode()  # no "v"
+    body: dict[str, Any] = {"models": [asdict(m) for m in models], "line": "x"}
+    if version is not None:
+        body["v"] = version
     brain = _Recorder()
-    adopt_pin(brain, old)
-    assert brain.calls == [("models", models)]
-    mirror = build("voldemort", "mirror")  # a MemoryAdopter, no ModelAdopter
-    assert isinstance(mirror, MemoryAdopter) and not isinstance(mirror, ModelAdopter)
-    assert adopt_pin(mirror, old).models == models  # decoded, given to nobody
+    with pytest.raises(ValueError, match=f"version {version!r}: this runtime reads 2"):
+        adopt_pin(brain, json.dumps(body).encode())
+    assert brain.calls == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "reads"),
+    [
+        ("planner", True),
+        ("gated", True),
+        ("planner:trigger", False),
+        ("planner-window:8", False),
+        ("planner-window:full", False),
+        ("seed-heuristic", False),
+        ("naive", False),
+        ("told", False),
+    ],
+)
+def test_memory_plays_through_what_the_brain_says(spec: str, reads: bool) -> None:
+    """`MemoryReader` decides which Harrys cross-game memory is read, written and routed
+    for: the planner in the default mode, itself or inside the gated brain."""
+    brain = HARRY_BRAINS.create(spec, CLASSIC)
+    planner = memory_planner(brain)
+    assert (planner is not None) is reads
+    assert reads_memory(spec) is reads
+    if reads:
+        assert isinstance(planner, MemoryAdopter) and isinstance(planner, Planner)
+        assert planner is (brain.planner if spec == "gated" else brain)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -219,3 +242,47 @@ def test_a_gated_harry_reads_the_pinned_memory_line() -> None:
     assert made.pin == pin
     bare = service.make_brain(snapshot, "harry").brain
     assert bare.memory.memory_line is None  # type: ignore[attr-defined]
+
+
+def _brain_classes(root: Path) -> set[str]:
+    """Every class of the runtime with a `decide` method: the brains, and what they wrap."""
+    import ast
+
+    names: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.FunctionDef) and f.name == "decide" for f in node.body
+            ):
+                names.add(node.name)
+    return names
+
+
+def test_no_runtime_module_tests_a_brain_by_its_class() -> None:
+    """Capabilities are protocols: `isinstance(x, PlannerHarry)`, `type(x) is ...` or a
+    `getattr` probe of a brain would make a feature depend on a class, not on what the
+    brain offers (a subclass, a wrapper or a plugin would silently lose it)."""
+    import ast
+
+    root = ROOT / "shared" / "horcrux"
+    brains = _brain_classes(root)
+    assert {"PlannerHarry", "GatedHarry", "LLMHarry", "ParticleHarry"} <= brains
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):  # type(x) is PlannerHarry
+                named = [c.id for c in node.comparators if isinstance(c, ast.Name)]
+                if isinstance(node.left, ast.Call) and set(named) & brains:
+                    found.append(f"{where}:{node.lineno} compares a class")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                args = node.args
+                probe = node.func.id in ("getattr", "hasattr") and len(args) >= 2
+                if probe and isinstance(args[0], ast.Name) and args[0].id in {"brain", "planner"}:
+                    found.append(f"{where}:{node.lineno} probes a brain")
+                if node.func.id == "isinstance" and len(args) == 2:
+                    named_kinds = args[1].elts if isinstance(args[1], ast.Tuple) else [args[1]]
+                    hit = [k.id for k in named_kinds if isinstance(k, ast.Name) and k.id in brains]
+                    if hit:
+                        found.append(f"{where}:{node.lineno} isinstance {hit}")
+    assert found == []

@@ -318,6 +318,36 @@ def test_inline_dispatch_answers_with_the_ai_reply_already_played(store: MemoryS
     assert moved["game"]["to_move"] == "voldemort" and moved["game"]["turn"] == 2
 
 
+def _seated(store: MemoryStore, gid: str, seat: str, spec: str) -> None:
+    """Store `spec` as the seat's brain (a game stored by an earlier runtime)."""
+    snap = store.load(gid)
+    seats = {**snap.seats, seat: snap.seats[seat].model_copy(update={"brain": spec})}
+    store.repair_snapshot(
+        snap.version, snap.model_copy(update={"version": snap.version + 1, "seats": seats})
+    )
+
+
+def test_a_stored_seat_whose_brain_no_longer_builds_plays_its_default(
+    service: GameService, store: MemoryStore
+) -> None:
+    """A retired spec with a listed replacement plays it and says so in the view; any other
+    spec the runtime no longer builds plays the seat's default, reported by the turn
+    (`replaced`, alarmed by the turn functions) with the stored spec kept."""
+    gid = service.create_game(ai("naive"), ai("random"), rules="classic", seed=31)["game_id"]
+    _seated(store, gid, "harry", "planner:aware-lag")  # retired, listed: the default planner
+    view = service.game(gid, None)
+    assert view.seats["harry"].brain_used == "planner"
+    played = service.play_ai_turn(gid, "harry", 0)
+    assert played.status == "played" and played.replaced is None
+    _seated(store, gid, "voldemort", "no-such-brain:3")  # unlisted: the seat's default
+    assert service.game(gid, None).seats["voldemort"].brain_used is None
+    played = service.play_ai_turn(gid, "voldemort", 1)
+    assert played.status == "played" and played.replaced == "no-such-brain:3"
+    assert played.as_dict()["replaced"] == "no-such-brain:3"
+    snap = store.load(gid)
+    assert snap.state.seq == 2 and snap.seats["voldemort"].brain == "no-such-brain:3"
+
+
 def test_a_stale_or_foreign_turn_request_writes_nothing(
     service: GameService, store: MemoryStore
 ) -> None:
@@ -411,16 +441,27 @@ def test_expired_games_are_not_found_and_moves_after_the_end_conflict() -> None:
 
 # ---------------------------------------------------------------- no per-call state
 def test_the_brain_factory_returns_the_brain_with_its_memory_pin(store: MemoryStore) -> None:
+    from horcrux.agents.planner import PlannerHarry
+
     service = GameService(store)
     created = service.create_game(ai("planner"), HUMAN, rules="classic", seed=21)
     snapshot = store.load(created["game_id"])
     made = service.make_brain(snapshot, "harry")
     assert isinstance(made, MadeBrain) and made.pin is None and made.memory == "read"
-    pin = json.dumps({"models": None, "line": "relocates at once"}).encode()
+    pin = json.dumps({"v": 2, "models": None, "line": "relocates at once"}).encode()
     pinned = snapshot.model_copy(update={"beliefs": {ECHO_KEY: pin}})
     made = service.make_brain(pinned, "harry")
     assert made.pin == pin and made.memory is None  # the pin, not a read of the memory item
     assert made.brain.name == "planner"
+    # a pin of another version (none: the format before version 2) is not guessed at: the
+    # brain plays without memory, the pin is kept for review and counted
+    old = json.dumps({"models": None, "line": "relocates at once"}).encode()
+    before = service.memory_counts["pin-unreadable"]
+    made = service.make_brain(snapshot.model_copy(update={"beliefs": {ECHO_KEY: old}}), "harry")
+    assert made.pin == old and made.memory == "pin-unreadable"
+    assert service.memory_counts["pin-unreadable"] == before + 1
+    fresh = PlannerHarry(CLASSIC).belief.models
+    assert made.brain.belief.models == fresh  # type: ignore[attr-defined]
 
 
 def test_a_mirror_voldemorts_copy_plays_the_memory_pinned_for_harry(store: MemoryStore) -> None:

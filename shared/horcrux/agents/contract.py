@@ -5,13 +5,17 @@ Every brain is a `HarryBrain` or a `VoldemortBrain` (`horcrux.agents.base`): a `
 `typing.Protocol` and checked with `isinstance` (each is `@runtime_checkable`) where the
 code must know: never by probing attributes with `getattr`, never by testing the class.
 
-* `Persistent`: keeps state between turns: `snapshot() -> bytes` and the classmethod
-  `restore(rules, data)`; the service stores the blob in the game's snapshot.
 * `ViewSynced`: its whole state is a function of its seat's view (`sync(view)` folds the
-  view in), so a fresh one decides exactly as a restored one: the service stores nothing.
+  view in), so a fresh one decides exactly as one kept between turns would. The service
+  stores no brain state: a brain is built afresh each turn, so a brain with state beyond
+  its view cannot be seated (it would forget between turns).
+* `Planner`: decides on a Bayes map it keeps in sync with the view (`belief`, `sync`,
+  `choose`, `candidates`): what an LLM Harry's fallback must be for its candidate list,
+  its baseline move and its L1 context.
 * `MemoryAdopter`: plays what cross-game memory decided (`adopt_memory(models, params)`).
-* `ModelAdopter`: plays on learned adversary models alone (`adopt_models(models)`, the
-  pins written before `adopt_memory` existed).
+* `MemoryReader`: says which part of it cross-game memory plays through
+  (`memory_planner()`: itself, the planner inside it, or None: this brain, as configured,
+  plays without memory). Memory is read, written and routed only for these.
 * `MemoryLineReader`: puts cross-game memory's line in its LLM context
   (`adopt_memory_line(line)`).
 * `DecisionRecorder`: keeps a `DecisionRecord` per decision (`decisions`).
@@ -26,15 +30,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from horcrux.agents.base import HarryBrain, VoldemortBrain
+from horcrux.agents.base import HarryBrain, HarryMove, VoldemortBrain
 from horcrux.decisions import DecisionRecord
-from horcrux.rules import RuleSet
 from horcrux.views import HarryView
 
 if TYPE_CHECKING:  # the Bayes tables bring numpy: types only
-    from horcrux.belief.bayes import AdversaryModel
+    from horcrux.agents.planner import Choice, PlannerHarry
+    from horcrux.belief.bayes import AdversaryModel, BayesBelief
 
 
 @runtime_checkable
@@ -44,17 +48,6 @@ class Brain(Protocol):
     name: str
 
     def decide(self, view: Any, rng: random.Random) -> Any: ...
-
-
-@runtime_checkable
-class Persistent(Protocol):
-    """A brain that keeps state between turns: its `snapshot()` blob, stored in the game's
-    snapshot, is turned back into the same brain by `restore(rules, data)`."""
-
-    def snapshot(self) -> bytes: ...
-
-    @classmethod
-    def restore(cls, rules: RuleSet, data: bytes) -> Self: ...
 
 
 @runtime_checkable
@@ -77,11 +70,30 @@ class MemoryAdopter(Protocol):
 
 
 @runtime_checkable
-class ModelAdopter(Protocol):
-    """A brain that plays on learned adversary models alone (the memory pins written
-    before the model set and the knobs were pinned whole)."""
+class Planner(Protocol):
+    """A Harry who decides on a Bayes map he keeps in sync with the view (the planners):
+    what an LLM Harry's fallback must be for its candidate list and baseline move
+    (`candidates`, `choose`) and its L1 context (`belief`, `memory.working`)."""
 
-    def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None: ...
+    @property
+    def belief(self) -> BayesBelief: ...
+
+    def sync(self, view: HarryView) -> None: ...
+
+    def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice: ...
+
+    def candidates(self, view: HarryView, limit: int) -> tuple[list[HarryMove], HarryMove]:
+        """The moves worth offering on the synced map for `view`, and his own move."""
+        ...
+
+
+@runtime_checkable
+class MemoryReader(Protocol):
+    """A Harry whose play cross-game memory may set: `memory_planner()` is the planner it
+    plays memory through (itself, or the one inside it), or None when this brain, as
+    configured, plays without memory (a mode or a window memory was not measured with)."""
+
+    def memory_planner(self) -> PlannerHarry | None: ...
 
 
 @runtime_checkable
@@ -127,10 +139,10 @@ class StatsReporter(Protocol):
 
 
 CAPABILITIES: tuple[type, ...] = (
-    Persistent,
     ViewSynced,
+    Planner,
     MemoryAdopter,
-    ModelAdopter,
+    MemoryReader,
     MemoryLineReader,
     DecisionRecorder,
     BeliefHolder,
@@ -167,8 +179,8 @@ __all__ = [
     "HarryBrain",
     "MemoryAdopter",
     "MemoryLineReader",
-    "ModelAdopter",
-    "Persistent",
+    "MemoryReader",
+    "Planner",
     "StatsReporter",
     "ViewSynced",
     "VoldemortBrain",

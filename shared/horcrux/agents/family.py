@@ -52,9 +52,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from horcrux.agents.base import VOLDEMORT_BRAINS, BrainOptions, VoldemortMove
+from horcrux.agents.contract import MemoryAdopter
 from horcrux.agents.family_observers import (
     OBSERVERS,
-    CopyObserver,
     ObserverName,
     make_observer,
 )
@@ -391,6 +391,14 @@ class GeneratedVoldemort:
         )
         self.reaction = FamilyReaction(rules, params)
 
+    def adopt_memory(
+        self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
+    ) -> None:
+        """His observer, if it runs a copy of Harry's brain (a `MemoryAdopter`), plays
+        that copy with what Harry's memory gave Harry."""
+        if isinstance(self.observer, MemoryAdopter):
+            self.observer.adopt_memory(models, params)
+
     def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
         if not view.free_locations() or (view.relocations_left <= 0 and view.decoys_left <= 0):
             return Pass()  # nothing he can do now or later: the observer need not run
@@ -416,10 +424,8 @@ class FamilyVoldemort:
         self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
     ) -> None:
         """A copy observer's copy gets what Harry's memory gave Harry (`MirrorVoldemort`)."""
-        if isinstance(self.inner, GeneratedVoldemort) and isinstance(
-            self.inner.observer, CopyObserver
-        ):
-            self.inner.observer.adopt_memory(models, params)
+        if isinstance(self.inner, MemoryAdopter):
+            self.inner.adopt_memory(models, params)
 
     def decide(self, view: VoldemortView, rng: random.Random) -> VoldemortMove:
         return self.inner.decide(view, rng)

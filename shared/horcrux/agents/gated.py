@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from horcrux.agents.base import HARRY_BRAINS, BrainOptions, HarryMove
-from horcrux.agents.llm import LLMHarry
+from horcrux.agents.llm import LLMHarry, llm_harry
 from horcrux.agents.llm_client import Deadline
 from horcrux.agents.llm_config import LLMConfig, parse_llm_param
 from horcrux.agents.planner import PlannerHarry, forced_attack
@@ -78,6 +78,10 @@ class GatedHarry:
     def adopt_memory_line(self, line: str) -> None:
         """Carry cross-game memory's line in the L1 context (`MemoryLineReader`)."""
         self.memory.memory_line = line
+
+    def memory_planner(self) -> PlannerHarry | None:
+        """Cross-game memory plays through the planner inside (`MemoryReader`)."""
+        return self.planner.memory_planner()
 
     def decide(
         self, view: HarryView, rng: random.Random, *, deadline_s: Deadline | None = None
@@ -169,7 +173,7 @@ def make_gated(
     if _has_llm(options):
         settings = {**options.settings, "fallback": planner}
         llm_options = BrainOptions(options.rules, options.param, options.truth, settings)
-        factory = llm_factory or _llm_from_registry
+        factory = llm_factory or llm_harry
         llm = factory(llm_options)
     return GatedHarry(
         options.rules,
@@ -178,13 +182,6 @@ def make_gated(
         llm=llm,
         memory_line=options.settings.get("memory_line"),
     )
-
-
-def _llm_from_registry(options: BrainOptions) -> LLMHarry:
-    entry, _ = HARRY_BRAINS.entry("llm")
-    brain = entry.factory(options)
-    assert isinstance(brain, LLMHarry)
-    return brain
 
 
 @HARRY_BRAINS.register(

@@ -51,8 +51,8 @@ from horcrux.agents.candidates import (
     candidates_tool,
     move_label,
     parse_candidate,
-    planner_candidates,
 )
+from horcrux.agents.contract import Planner
 from horcrux.agents.legal import (
     UnparsableMove,
     harry_tool_schema,
@@ -283,13 +283,11 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
         self.short_system = harry_short_system_prompt(rules)
 
     def _tool(self, view: HarryView) -> _Tool[HarryMove]:
-        from horcrux.agents.planner import PlannerHarry
-
-        planner = self.fallback if isinstance(self.fallback, PlannerHarry) else None
+        planner = self.fallback if isinstance(self.fallback, Planner) else None
         if planner is None:
             return super()._tool(view)
         if self.tier == "compressed" and self.config.compressed_tool == "candidates":
-            moves, choice = planner_candidates(planner, view, self.config.max_candidates)
+            moves, choice = planner.candidates(view, self.config.max_candidates)
             return _Tool(
                 candidates_tool(moves),
                 lambda raw: parse_candidate(raw, view, moves),
@@ -312,11 +310,10 @@ class LLMHarry(_LLMBrain[HarryView, HarryMove]):
 
 
 def _working_memory(brain: HarryBrain, tier: Tier) -> HarryContextProvider | None:
-    """The L1 context over `brain`'s Bayes map when it is a planner, else None."""
-    from horcrux.agents.planner import PlannerHarry
+    """The L1 context over `brain`'s Bayes map when it is a `Planner`, else None."""
     from horcrux.memory.working import WorkingMemory
 
-    return WorkingMemory(brain, tier) if isinstance(brain, PlannerHarry) else None
+    return WorkingMemory(brain, tier) if isinstance(brain, Planner) else None
 
 
 class LLMVoldemort(_LLMBrain[VoldemortView, VoldemortMove]):
@@ -399,11 +396,14 @@ def _settings_kwargs(options: BrainOptions, brains: Registry[Any]) -> dict[str, 
     return kwargs
 
 
-@HARRY_BRAINS.register(
-    "llm", description="an LLM via tool use (llm:MODEL, llm:local[:MODEL]); falls back locally"
-)
-def _llm_harry(options: BrainOptions) -> LLMHarry:
+def llm_harry(options: BrainOptions) -> LLMHarry:
+    """The `llm` Harry a seat spec builds (the gated brain's upper tiers too)."""
     return LLMHarry(options.rules, **_settings_kwargs(options, HARRY_BRAINS))
+
+
+HARRY_BRAINS.register(
+    "llm", description="an LLM via tool use (llm:MODEL, llm:local[:MODEL]); falls back locally"
+)(llm_harry)
 
 
 @VOLDEMORT_BRAINS.register(
@@ -413,4 +413,4 @@ def _llm_voldemort(options: BrainOptions) -> LLMVoldemort:
     return LLMVoldemort(options.rules, **_settings_kwargs(options, VOLDEMORT_BRAINS))
 
 
-__all__ = ["LLMHarry", "LLMVoldemort"]
+__all__ = ["LLMHarry", "LLMVoldemort", "llm_harry"]

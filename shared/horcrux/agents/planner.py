@@ -31,7 +31,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -110,29 +110,6 @@ class PlannerHarry:
                 belief.update(record)
                 seen = belief.turn
 
-    def adopt_models(self, models: tuple[AdversaryModel, ...]) -> None:
-        """Play on adversary models that cross-game memory learned (docs/ECHO.md): a fresh
-        map over them, with the default thresholds they were measured with (a mode's own
-        thresholds, such as `robust`'s, go with that mode's models).
-
-        A mode with belief-reacting models (`aware`) keeps its own models, its level-0 map
-        and its randomised play: the learned models join the mixture beside them, outside
-        the level-0 map, with LEARNED_SHARE of the prior, and the game's evidence weighs
-        them against the rest (memory offers hypotheses; it does not remove any)."""
-        own = MODES[self.mode]
-        if not any(m.motion == "belief" for m in own):
-            self.belief = BayesBelief(self.rules, self.mode, models=models)
-            self.params = PlannerParams()
-            return
-        total = sum(m.prior for m in own)
-        learned_total = sum(m.prior for m in models) or 1.0
-        scale = LEARNED_SHARE / (1.0 - LEARNED_SHARE) * total / learned_total
-        joined = tuple(
-            replace(m, name=f"learned-{m.name}", prior=m.prior * scale, level0=False)
-            for m in models
-        )
-        self.belief = BayesBelief(self.rules, self.mode, models=own + joined)
-
     def adopt_memory(
         self, models: tuple[AdversaryModel, ...], params: Mapping[str, float] | None = None
     ) -> None:
@@ -142,6 +119,18 @@ class PlannerHarry:
         self.belief = BayesBelief(self.rules, self.mode, models=models)
         if params:
             self.params = memory_params(self.params, params)
+
+    def candidates(self, view: HarryView, limit: int) -> tuple[list[HarryMove], HarryMove]:
+        """The moves an LLM is offered on this planner's synced map, and his own move
+        (`agents.candidates.planner_candidates`)."""
+        from horcrux.agents.candidates import planner_candidates
+
+        return planner_candidates(self, view, limit)
+
+    def memory_planner(self) -> PlannerHarry | None:
+        """Cross-game memory plays through this planner in the default mode, the one its
+        models and knobs were measured with; another mode plays without memory."""
+        return self if self.mode == DEFAULT_MODE else None
 
     def choose(self, view: HarryView, rng: random.Random | None = None) -> Choice:
         """The decision on the current belief (no side effects). Without `rng` the
@@ -181,26 +170,17 @@ class PlannerHarry:
 
     @classmethod
     def restore(cls, rules: RuleSet, data: bytes) -> PlannerHarry:
+        """The brain `snapshot()` wrote: exactly its own format (nothing stores one
+        between turns: the service rebuilds a planner from the view, `ViewSynced`)."""
         (size,) = struct.unpack_from("<H", data, 0)
         head = json.loads(zlib.decompress(data[2 : 2 + size]))
         belief_data = data[2 + size :]
         saved = head["params"]
-        known = {f.name for f in fields(PlannerParams)}
-        # a brain saved before a knob existed plays without it (its default), and one
-        # saved before the endgame rule existed keeps playing without that rule
-        kwargs: dict[str, Any] = {k: v for k, v in saved.items() if k in known}
-        kwargs["thresholds"] = tuple(saved["thresholds"])
-        kwargs["endgame"] = saved.get("endgame", False)
-        if "exposed" in kwargs:
-            kwargs["exposed"] = tuple(kwargs["exposed"])
-        params = PlannerParams(**kwargs)
+        tuples = {k: tuple(saved[k]) for k in ("thresholds", "exposed")}
+        params = PlannerParams(**{**saved, **tuples})
         brain = cls(rules, head["mode"], params, BayesBelief.restore(rules, belief_data))
         brain.counts = Counter(head["counts"])
         return brain
-
-
-LEARNED_SHARE = 0.3
-"""The prior share of cross-game memory's models when they join an `aware` mixture."""
 
 
 def memory_params(params: PlannerParams, overrides: Mapping[str, float]) -> PlannerParams:
@@ -506,6 +486,11 @@ class WindowPlannerHarry(PlannerHarry):
         self.prior = prior if isinstance(prior, str) else f"{prior:g}"
         suffix = "" if self.prior == "reference" else f":{self.prior}"
         self.name = f"planner-window:{'full' if window is None else window}{suffix}"
+
+    def memory_planner(self) -> PlannerHarry | None:
+        """None: a Harry who forgets plays without cross-game memory (its models and knobs
+        were measured with the full planner)."""
+        return None
 
     def rebuild_prior(self, first_turn: int, horcruxes: int) -> dict[str, Any]:
         """The keyword arguments of the rebuild's `BayesBelief` (see the class doc)."""

@@ -25,6 +25,8 @@ from horcrux.store.port import SEATS
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
 
+BRAIN_REPLACED_METRIC = "AiBrainReplaced"
+"""A turn Lambda's metric: a seat's stored brain no longer builds, its default played."""
 DEADLINE_MARGIN_S = 2.0
 """Kept from the Lambda's remaining time for the commit and the response."""
 
@@ -100,15 +102,19 @@ def report_turn(
     memory_metrics: Mapping[str, str],
 ) -> None:
     """What a turn Lambda reports of one turn: the outcome, logged; `AiTurn_<status>`;
-    `AiTurnLatency` of a played turn; and one memory metric, `memory_metrics[kind]`,
-    where `kind` is `outcome.memory` up to its first `:` (`rebuilt:stale` -> `rebuilt`).
-    A memory status the map does not name emits no memory metric."""
+    `AiTurnLatency` of a played turn; `AiBrainReplaced` when the seat's stored brain no
+    longer builds (`outcome.replaced`: its default played); and one memory metric,
+    `memory_metrics[kind]`, where `kind` is `outcome.memory` up to its first `:`
+    (`rebuilt:stale` -> `rebuilt`). A memory status the map does not name emits no memory
+    metric."""
     logger.info("ai turn", extra=outcome.as_dict())
     metrics.add_metric(name=f"AiTurn_{outcome.status}", unit=MetricUnit.Count, value=1)
     if outcome.status == "played":
         metrics.add_metric(
             name="AiTurnLatency", unit=MetricUnit.Milliseconds, value=outcome.seconds * 1000
         )
+    if outcome.replaced is not None:
+        metrics.add_metric(name=BRAIN_REPLACED_METRIC, unit=MetricUnit.Count, value=1)
     memory = memory_metrics.get((outcome.memory or "").split(":")[0])
     if memory is not None:
         metrics.add_metric(name=memory, unit=MetricUnit.Count, value=1)

@@ -23,15 +23,6 @@ KINDS = {v: k for k, v in KIND_CODE.items()}
 SNAPSHOT_VERSION = 1
 
 
-_RETIRED_FIELDS = {"lag": 0, "race_charge": 0.0}
-"""Fields of `AdversaryModel` that only retired modes set (`aware-lag`, `aware-charge`):
-a snapshot carrying them at these values restores; any other value is a ValueError."""
-
-
 def model_of(saved: dict[str, Any]) -> AdversaryModel:
     """The `AdversaryModel` a snapshot saved (`asdict`), its tuples restored."""
-    fields = dict(saved)
-    for name, default in _RETIRED_FIELDS.items():
-        if name in fields and fields.pop(name) != default:
-            raise ValueError(f"belief snapshot of a retired model ({name}={saved[name]!r})")
-    return AdversaryModel(**{**fields, "rule": tuple(fields.get("rule", ()))})
+    return AdversaryModel(**{**saved, "rule": tuple(saved.get("rule", ()))})

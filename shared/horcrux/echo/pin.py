@@ -5,9 +5,10 @@ later turn, and a Voldemort running a copy of Harry's brain, is built with the s
 without reading the memory item again (docs/ECHO.md). This module is the pin's only codec:
 `encode_pin` writes it, `adopt_pin` decodes it and gives it to a brain.
 
-Version 2 (`{"v": 2, "models": [...], "params": {...}, "line": ...}`) holds the whole model
-set with its priors and the knobs (`MemoryAdopter.adopt_memory`); a pin without `v` (from
-before) holds learned models only, joined by a `ModelAdopter` (`adopt_models`). Its
+A pin (`{"v": 2, "models": [...], "params": {...}, "line": ...}`) holds the whole model set
+with its priors and the knobs (`MemoryAdopter.adopt_memory`). A pin of any other version
+is unreadable (a ValueError): the service counts it, alarms on it, keeps it in the
+snapshot and plays the game on without memory (`service.ai`, `pin-unreadable`). Its
 optional `"opponent"` is who memory says the opponent is (`echo.opponent.plan_prior`):
 each behaviour as its cell on the family's grids and its weight, `[t, o, d, c, w]`
 (compact: the pin rides in the game's snapshot item, kept under 1 KB).
@@ -19,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from horcrux.agents.contract import MemoryAdopter, ModelAdopter
+from horcrux.agents.contract import MemoryAdopter
 
 if TYPE_CHECKING:  # the Bayes tables bring numpy: imported where a pin is decoded
     from horcrux.agents.particles import Prior
@@ -36,7 +37,6 @@ class MemoryPin:
     models: tuple[AdversaryModel, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     line: str | None = None
-    version: int | None = None
     opponent: Prior | None = None
 
 
@@ -67,6 +67,9 @@ def decode_pin(pin: bytes) -> MemoryPin:
     body = json.loads(pin)
     if not isinstance(body, dict):
         raise TypeError(f"a memory pin is a JSON object, not {type(body).__name__}")
+    version = body.get("v")
+    if version != PIN_VERSION:
+        raise ValueError(f"a memory pin of version {version!r}: this runtime reads {PIN_VERSION}")
     models = tuple(
         AdversaryModel(**{**m, "rule": tuple(m.get("rule", ()))}) for m in body.get("models") or ()
     )
@@ -75,7 +78,6 @@ def decode_pin(pin: bytes) -> MemoryPin:
         models=models,
         params=dict(body.get("params") or {}),
         line=str(line) if line else None,
-        version=body.get("v"),
         opponent=_opponent(body.get("opponent")),
     )
 
@@ -101,15 +103,12 @@ def _opponent(cells: Any) -> Prior | None:
 
 
 def adopt_pin(brain: object, pin: bytes) -> MemoryPin:
-    """Give `brain` what the memory `pin` holds (a v2 pin to a `MemoryAdopter`, an older
-    one's models to a `ModelAdopter`); returns the decoded pin. A malformed pin, or one
-    the brain refuses (an unknown knob, a bad model), is a ValueError or a TypeError."""
+    """Give a `MemoryAdopter` what the memory `pin` holds; returns the decoded pin. A
+    malformed pin, one of another version, or one the brain refuses (an unknown knob, a
+    bad model) is a ValueError or a TypeError."""
     got = decode_pin(pin)
-    if got.version == PIN_VERSION and got.models:
-        if isinstance(brain, MemoryAdopter):
-            brain.adopt_memory(got.models, got.params)
-    elif got.models and isinstance(brain, ModelAdopter):
-        brain.adopt_models(got.models)  # a pin from before (learned models only): joined
+    if got.models and isinstance(brain, MemoryAdopter):
+        brain.adopt_memory(got.models, got.params)
     return got
 
 

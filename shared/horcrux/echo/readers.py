@@ -4,22 +4,18 @@ reach, only for these (docs/ECHO.md)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from horcrux.agents.contract import MemoryReader
 
 if TYPE_CHECKING:
     from horcrux.agents.planner import PlannerHarry
 
 
-def memory_planner(brain: Any) -> PlannerHarry | None:
-    """The planner whose adversary models cross-game memory sets (default mode only)."""
-    from horcrux.agents.gated import GatedHarry
-    from horcrux.agents.planner import PlannerHarry
-    from horcrux.belief.bayes import DEFAULT_MODE
-
-    planner = brain.planner if isinstance(brain, GatedHarry) else brain
-    if isinstance(planner, PlannerHarry) and type(planner) is PlannerHarry:
-        return planner if planner.mode == DEFAULT_MODE else None
-    return None
+def memory_planner(brain: object) -> PlannerHarry | None:
+    """The planner cross-game memory plays through: a `MemoryReader`'s own answer (the
+    planner, or the gated brain's, in the default mode), else None."""
+    return brain.memory_planner() if isinstance(brain, MemoryReader) else None
 
 
 @lru_cache(maxsize=256)

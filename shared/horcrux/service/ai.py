@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from horcrux import engine, play, rng
 from horcrux.agents import HARRY_BRAINS, VOLDEMORT_BRAINS
+from horcrux.agents.base import DEFAULT_HARRY, DEFAULT_VOLDEMORT
 from horcrux.agents.contract import (
     Brain,
     MemoryAdopter,
@@ -29,8 +30,9 @@ from horcrux.agents.contract import (
 )
 from horcrux.agents.contract import belief_of as belief_map
 from horcrux.decisions import DecisionNote, decision_note
-from horcrux.errors import IllegalAction
+from horcrux.errors import IllegalAction, UnknownBrain
 from horcrux.models import AnyAction, GameState, Pass, Seat
+from horcrux.rules import RuleSet
 from horcrux.service.errors import DeadlineTooShort
 from horcrux.service.models import DEADLINE_FLOOR_S, TurnOutcome, TurnRequest
 from horcrux.store.mapping import next_ai
@@ -87,6 +89,10 @@ class MadeBrain:
     memory: str | None = None
     """Harry: `MemoryRead.status` of this turn (None: memory was not read). Voldemort:
     `copy_memory`'s status (`copied`, `pin-unreadable`; None: nothing copied)."""
+    replaced: str | None = None
+    """The seat's stored spec when this runtime no longer builds it (a brain retired
+    without a listed replacement, a plugin uninstalled): the seat's default brain played
+    instead (`build_seat_brain`). None: the stored spec played."""
 
 
 def memory_planner(brain: object) -> PlannerHarry | None:
@@ -219,6 +225,30 @@ def copy_memory(snapshot: GameSnapshot, brain: object, counts: Counter[str]) -> 
     return COPIED
 
 
+def build_seat_brain(
+    seat: Seat, spec: str, rules: RuleSet, settings: Mapping[str, Any]
+) -> tuple[Brain, str | None]:
+    """The stored seat's brain for this turn, and its spec if it no longer builds.
+
+    A seat's spec was checked when the game was created, so a spec that no longer builds
+    (`UnknownBrain`) means the runtime changed under the game: a retired spec's listed
+    replacement plays it (`Registry.resolve`); any other plays the seat's default brain,
+    logged here and reported by the turn (`TurnOutcome.replaced`, metric
+    `AiBrainReplaced`, alarmed), and the stored spec is kept. The game goes on."""
+    registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
+    try:
+        brain: Brain = registry.create(
+            spec, rules, for_seat=True, settings=dict(settings), stored=True
+        )
+    except UnknownBrain as exc:
+        default = DEFAULT_HARRY if seat == "harry" else DEFAULT_VOLDEMORT
+        log.error(
+            "the %s seat's brain %r no longer builds (%s): %s plays", seat, spec, exc, default
+        )
+        return registry.create(default, rules, for_seat=True, settings=dict(settings)), spec
+    return brain, None
+
+
 def make_brain(
     store: GameStore,
     snapshot: GameSnapshot,
@@ -236,11 +266,7 @@ def make_brain(
     planner decides as one restored from its snapshot would)."""
     info = snapshot.seats[seat]
     assert info.brain is not None
-    rules = snapshot.state.rules
-    registry = HARRY_BRAINS if seat == "harry" else VOLDEMORT_BRAINS
-    brain: Brain = registry.create(
-        info.brain, rules, for_seat=True, settings=dict(settings or {}), stored=True
-    )
+    brain, replaced = build_seat_brain(seat, info.brain, snapshot.state.rules, settings or {})
     counts = counts if counts is not None else Counter()
     read = MemoryRead()
     if seat == "harry":
@@ -248,7 +274,7 @@ def make_brain(
         brain = against_opponent(brain, read, snapshot.game_id)
     else:
         read = MemoryRead(status=copy_memory(snapshot, brain, counts))
-    return MadeBrain(brain, pin=read.pin, memory=read.status)
+    return MadeBrain(brain, pin=read.pin, memory=read.status, replaced=replaced)
 
 
 def belief_point(brain: object, seat: Seat, turn: int) -> BeliefPoint | None:
@@ -366,10 +392,11 @@ def play_ai_turn(
     except Conflict as exc:
         if exc.reason == "busy":
             raise  # a transaction was in flight: let the stream retry, it will skip
-        return outcome("lost_race", exc.message, made.memory)
+        return outcome("lost_race", exc.message, made.memory, replaced=made.replaced)
     return outcome(
         "played",
         memory=made.memory,
+        replaced=made.replaced,
         seq=event.seq,
         version=after.version,
         action=move.model_dump(mode="json"),
@@ -395,6 +422,7 @@ __all__ = [
     "against_opponent",
     "apply_memory",
     "belief_point",
+    "build_seat_brain",
     "copy_memory",
     "decide",
     "dispatch",

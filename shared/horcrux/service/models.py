@@ -160,6 +160,10 @@ class TurnOutcome:
     Any AI turn: `pin-unreadable` (the memory pinned in the snapshot did not decode: the
     turn plays without it, the pin is kept). A Voldemort running a copy of Harry's brain:
     `copied` (the copy adopted the pin). None: memory was not read."""
+    replaced: str | None = None
+    """The seat's stored brain spec when this runtime no longer builds it: the seat's
+    default brain played this turn instead (logged; metric `AiBrainReplaced`, alarmed).
+    None: the stored spec played."""
 
     def as_dict(self) -> Payload:
         return {
@@ -172,6 +176,7 @@ class TurnOutcome:
             "action": self.action,
             "seconds": round(self.seconds, 4),
             "memory": self.memory,
+            "replaced": self.replaced,
         }
 
 
