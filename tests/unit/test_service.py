@@ -318,28 +318,17 @@ def test_inline_dispatch_answers_with_the_ai_reply_already_played(store: MemoryS
     assert moved["game"]["to_move"] == "voldemort" and moved["game"]["turn"] == 2
 
 
-def _seated(store: MemoryStore, gid: str, seat: str, spec: str) -> None:
-    """Store `spec` as the seat's brain (a game stored by an earlier runtime)."""
-    snap = store.load(gid)
-    seats = {**snap.seats, seat: snap.seats[seat].model_copy(update={"brain": spec})}
-    store.repair_snapshot(
-        snap.version, snap.model_copy(update={"version": snap.version + 1, "seats": seats})
-    )
-
-
 def test_a_stored_seat_whose_brain_no_longer_builds_plays_its_default(
     service: GameService, store: MemoryStore
 ) -> None:
-    """A retired spec with a listed replacement plays it and says so in the view; any other
-    spec the runtime no longer builds plays the seat's default, reported by the turn
-    (`replaced`, alarmed by the turn functions) with the stored spec kept."""
+    """A spec the runtime no longer builds and no retirement lists (a plugin uninstalled)
+    plays the seat's default, reported by the turn (`replaced`, alarmed by the turn
+    functions), with the stored spec kept; a listed retirement is no replacement."""
     gid = service.create_game(ai("naive"), ai("random"), rules="classic", seed=31)["game_id"]
-    _seated(store, gid, "harry", "planner:aware-lag")  # retired, listed: the default planner
-    view = service.game(gid, None)
-    assert view.seats["harry"].brain_used == "planner"
+    retire_seat(store, gid, "harry", "planner:aware-lag")  # listed: its replacement plays
     played = service.play_ai_turn(gid, "harry", 0)
     assert played.status == "played" and played.replaced is None
-    _seated(store, gid, "voldemort", "no-such-brain:3")  # unlisted: the seat's default
+    retire_seat(store, gid, "voldemort", "no-such-brain:3")  # unlisted: the seat's default
     assert service.game(gid, None).seats["voldemort"].brain_used is None
     played = service.play_ai_turn(gid, "voldemort", 1)
     assert played.status == "played" and played.replaced == "no-such-brain:3"
