@@ -479,6 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="report what the experiment's checkpoint holds, run nothing (an interrupted run)",
     )
+    ev.add_argument(
+        "--llm-note",
+        default=None,
+        help="a sentence the real-model section prints under its header (how it was run)",
+    )
     ev.add_argument("--out", default="evaluation", help="output folder (default ./evaluation)")
     ev.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     _family_args(ev, "--harry: default planner; family.json and a section of EVALUATION.md")

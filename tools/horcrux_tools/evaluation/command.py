@@ -206,6 +206,8 @@ def _evaluate_llm(args: argparse.Namespace) -> int:
 def _write_llm(out: Any, data: dict[str, Any], result: dict[str, Any], args: Any) -> int:
     from horcrux_tools.evaluation import llm_report
 
+    if args.llm_note:
+        result["meta"]["note"] = args.llm_note
     (out / LLM_JSON).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if not args.no_plots:
         llm_report.write_plots(result, out / "img")

@@ -56,7 +56,8 @@ def render_section(data: dict[str, Any], images: list[str]) -> list[str]:
             "A local model has no price: its cost is 0 and no row below counts one."
             if free
             else f"Price {price['input_per_mtok']} / {price['output_per_mtok']} USD per Mtok."
-        ),
+        )
+        + (f" {meta['note']}" if meta.get("note") else ""),
         "",
         f"### The same {meta['states']} decision states, each context",
         "",
