@@ -9,10 +9,10 @@ import pytest
 
 from horcrux.belief.bayes import AdversaryModel, BayesBelief
 from horcrux.echo.extract import decoy_placements, extract
-from horcrux.echo.use import MemoryPlan, joined_models, learned_rates, memory_plan, rate_models
-from horcrux.models import HarryMoved, HarryRecord, Observation, Search
+from horcrux.echo.use import rate_models
+from horcrux.models import HarryRecord, Observation, Search
 from horcrux.rules import CLASSIC
-from horcrux_tools.echo.season import play, run_season
+from horcrux_tools.echo.season import play
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -94,34 +94,3 @@ def test_the_greedy_placement_expects_a_decoy_before_any_positive() -> None:
     # negative searched one, first in board order on ties
     assert beliefs["g"][1] > 0.5 and beliefs["g"][0] < 1e-6  # the searched one: last
     assert int(np.argmax(beliefs["g"])) == CLASSIC.locations.index(second)
-
-
-def test_a_season_against_decoy_heavy_learns_the_rate_and_the_planner_plays_it() -> None:
-    season = run_season("decoy-heavy", 6, seed=0, arms=("on", "no-beliefs"))
-    memory = season.memory
-    assert memory is not None
-    blind = learned_rates(memory)["plant_blind"]
-    assert blind is not None and blind > 0.5
-    plan = memory_plan(memory)
-    assert plan is not None
-    names = {m.name: m for m in plan.models}
-    assert "learned-greedy" in names and names["learned-greedy"].placement == "greedy"
-    # the consumer changes Harry's map: a decoy-heavy game's blind decoy is rated a decoy
-    played = play(CLASSIC, 100, "decoy-heavy", None, "g")
-    where = CLASSIC.locations.index(played.summary.decoys[0].location)
-    turn = played.summary.decoys[0].turn
-    records = [
-        HarryRecord(turn=e.turn, action=e.action, observations=e.observations)
-        for e in played.events
-        if isinstance(e, HarryMoved) and e.turn <= turn
-    ]
-    assert records
-
-    def decoy_at(models: tuple[AdversaryModel, ...]) -> float:
-        b = BayesBelief(CLASSIC, models=models)
-        for r in records:
-            b.update(r)
-        return float(b.decoy_probability()[where])
-
-    default = decoy_at(MemoryPlan(joined_models(None)).models)
-    assert decoy_at(plan.models) > default + 0.1

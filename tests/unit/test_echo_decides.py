@@ -30,7 +30,7 @@ from horcrux.models import Attack, Pass, Search
 from horcrux.rules import CLASSIC
 from horcrux.store.results import DecoyRecord, GameSummary, RelocationRecord
 from horcrux.views import HarryView, harry_view
-from horcrux_tools.echo.ablation import BEGIN, END, paired, render_section, run_ablation
+from horcrux_tools.echo.ablation import BEGIN, END, paired, render_section
 from horcrux_tools.echo.baseline import CounterBaseline
 from horcrux_tools.echo.season import play, run_season
 
@@ -107,55 +107,6 @@ def test_the_bayes_factors_recomputed_from_the_events_are_the_played_filters() -
     again = style.replay_factors(CLASSIC, plan.models, played.events)
     assert set(again) == set(played.factors) and "learned-trigger" in again
     assert all(abs(again[u] - played.factors[u]) < 1e-6 for u in again)
-
-
-def test_compaction_folds_the_games_evidence_into_the_style_and_the_next_start_plays_it() -> None:
-    from horcrux import compaction
-    from horcrux.echo import persist
-    from horcrux.service.ai import read_memory
-    from horcrux.store import MemoryStore
-    from horcrux.store.port import SeatInfo
-    from horcrux_tools.selfplay import play_to_end, start_game
-
-    store = MemoryStore()
-    seats = {
-        "harry": SeatInfo(kind="ai", brain="planner"),
-        "voldemort": SeatInfo(kind="ai", brain="shadow"),
-    }
-    start_game(store, "g1", CLASSIC, 4, dict(seats))
-    play_to_end(store, "g1")
-    outcome = compaction.compact(store, "g1")
-    assert outcome.memory is not None
-    found = outcome.memory.memory.style()
-    assert found is not None and found.games == 1
-    assert set(found.scores) >= {"level0", "belief@0.5/naive", "rule", "early"}
-    assert found.gate == 0.0  # no plan before the first game: nothing to score
-    from collections import Counter
-
-    # the gate holds the memory back until its plans out-predicted the default: the
-    # start-up pins no models (the defaults play), only the line that says so
-    start_game(store, "g2", CLASSIC, 5, dict(seats))
-    read = read_memory(store, store.load("g2"), Counter())
-    assert read.pin is not None
-    body = json.loads(read.pin)
-    assert body["models"] is None and "memory held back" in body["line"]
-    seed = 5
-    while models_plan(persist.load(store, "planner", "shadow")[0]) is None:
-        game = f"g{seed - 3}"
-        if seed > 5:
-            start_game(store, game, CLASSIC, seed, dict(seats))
-        play_to_end(store, game)
-        assert compaction.compact(store, game).memory is not None
-        seed += 1
-        assert seed < 16, "the gate never opened against shadow (12 games)"
-    # then the next game's start-up pins the style-weighted model set (pin v2)
-    start_game(store, "next", CLASSIC, seed, dict(seats))
-    read = read_memory(store, store.load("next"), Counter())
-    assert read.pin is not None
-    body = json.loads(read.pin)
-    plan = models_plan(persist.load(store, "planner", "shadow")[0])
-    assert plan is not None and body["v"] == 2
-    assert [m["prior"] for m in body["models"]] == [m.prior for m in plan.models]
 
 
 # ---------------------------------------------------------------- decisions
@@ -253,26 +204,6 @@ def test_the_ablation_section_of_the_docs_is_the_generators() -> None:
     ]
     assert data["correction_games"] == 5 and data["correction_scopes"] == 40
     assert all(len(c["wins"]["corrected"]) == 200 for c in data["corrections"])
-
-
-def test_the_ablation_generator_runs_on_a_tiny_season() -> None:
-    data = run_ablation(
-        2,
-        opponents=(("decoy-heavy", None),),
-        corrections=(("late", "immediate", 0.0),),
-        correction_games=2,
-        correction_scopes=2,
-        workers=1,
-    )
-    section = render_section(data)
-    assert section.startswith(BEGIN) and section.endswith(END)
-    assert "| full memory |" in section and "| `counter` baseline |" in section
-    assert len(data["seasons"][0]["wins"]["no-style"]) == 2
-    (c,) = data["corrections"]
-    assert c["correction"] == {"subject": "immediate", "rate": 0.0}
-    assert sorted(c["wins"]) == ["corrected", "no-beliefs", "on"]
-    assert all(len(w) == 4 for w in c["wins"].values())  # 2 scopes of 2 games
-    assert "| `late` | `immediate` = 0 |" in section
 
 
 def test_the_paired_standard_error_is_the_sd_of_the_differences_over_root_n() -> None:

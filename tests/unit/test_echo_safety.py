@@ -256,45 +256,6 @@ def _threshold_correction(memory: EchoMemory) -> Correction:
     return c
 
 
-def test_a_wrong_threshold_correction_vs_shadow_is_flagged_within_30_games() -> None:
-    """The played games' evidence (the filter's Bayes factors of the belief-reacting
-    models, which the correction pushed towards 0.8) contradicts a `shadow`'s 0.8."""
-    from horcrux_tools.echo.season import CORRECTED, Arm, play
-
-    arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.8))
-    flagged_at = None
-    for g in range(30):
-        arm.learn(play(CLASSIC, g, "shadow", arm.plan(), f"t{g}"))
-        if _threshold_correction(arm.memory).conflict:
-            flagged_at = g
-            break
-    assert flagged_at is not None and flagged_at < 30
-    c = _threshold_correction(arm.memory)
-    assert c.confidence < CFG.conflict_below and "evidence favours 0.5" in c.text
-    from horcrux.echo.ops import _item_view, _scope_view
-
-    assert _scope_view(arm.memory)["conflicts"] == [c.id]
-    view = _item_view(c, arm.memory.clock)
-    assert view["conflict"] is True and view["evidence"]["games"] == flagged_at + 1
-    confirmed = confirm_correction(arm.memory, c.id)
-    again = _threshold_correction(confirmed)
-    assert not again.conflict and again.confidence == 1.0 and again.evidence_games == 0
-    assert again.confirmed == 1 and "contradicted" not in again.text
-    retired = retire_correction(arm.memory, c.id)
-    assert _threshold_correction(retired).valid_to is not None
-    assert _scope_view(retired)["conflicts"] == []
-
-
-def test_a_right_threshold_correction_vs_shadow_raises_no_conflict() -> None:
-    from horcrux_tools.echo.season import CORRECTED, Arm, play
-
-    arm = Arm(CORRECTED, "shadow", CFG, ("threshold", 0.5))
-    for g in range(12):
-        arm.learn(play(CLASSIC, g, "shadow", arm.plan(), f"r{g}"))
-        assert not _threshold_correction(arm.memory).conflict
-    assert _threshold_correction(arm.memory).confidence > 0.9
-
-
 def test_the_compaction_alarms_on_a_contradicted_threshold_correction() -> None:
     """Through the store: an operator's threshold correction, games against `shadow`
     compacted by the record handler (the factors recomputed from the events), the
