@@ -176,3 +176,16 @@ def test_against_decoy_heavy_the_gate_opens_within_a_few_games() -> None:
     assert plan is not None
     assert season.memory is not None and memory_line(season.memory) is not None
     assert "held back" not in (memory_line(season.memory) or "")
+
+
+def test_a_season_plays_every_arm_on_the_same_seeds() -> None:
+    season = run_season("decoy-heavy", 3, seed=5, arms=("on", "off", "counter"))
+    assert set(season.wins) == {"on", "off", "counter"}
+    assert all(len(w) == 3 for w in season.wins.values())
+    # the off arm is the plain planner on seeds 5..7; game 1 of every arm has no memory yet
+    plain = [play(CLASSIC, 5 + g, "decoy-heavy", None, f"x{g}").summary.winner for g in range(3)]
+    assert season.wins["off"] == [int(w == "harry") for w in plain]
+    assert season.wins["on"][0] == season.wins["counter"][0] == season.wins["off"][0]
+    data = season.as_dict()
+    assert set(data["arms"]) == {"on", "off", "counter"}
+    assert "second_half_over_counter_points" in data
